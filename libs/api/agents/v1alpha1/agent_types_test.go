@@ -1,0 +1,147 @@
+package v1alpha1
+
+import (
+	"encoding/json"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestAgentPhaseIsTerminal(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		phase AgentPhase
+		want  bool
+	}{
+		{"unset phase is not terminal", "", false},
+		{"pending is not terminal", PhasePending, false},
+		{"running is not terminal", PhaseRunning, false},
+		{"succeeded is terminal", PhaseSucceeded, true},
+		{"failed is terminal", PhaseFailed, true},
+		{"unknown phase is not terminal", "Unknown", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.phase.IsTerminal(); got != tc.want {
+				t.Errorf("%q.IsTerminal() = %v, want %v", tc.phase, got, tc.want)
+			}
+			a := &Agent{Status: AgentStatus{Phase: tc.phase}}
+			if got := a.IsTerminal(); got != tc.want {
+				t.Errorf("Agent with phase %q: IsTerminal() = %v, want %v", tc.phase, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAgentCurrentPhase(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		phase AgentPhase
+		want  AgentPhase
+	}{
+		{"absent phase reads as pending", "", PhasePending},
+		{"running stays running", PhaseRunning, PhaseRunning},
+		{"failed stays failed", PhaseFailed, PhaseFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &Agent{Status: AgentStatus{Phase: tc.phase}}
+			if got := a.CurrentPhase(); got != tc.want {
+				t.Errorf("CurrentPhase() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAgentEffectiveModel(t *testing.T) {
+	def := func(model string) *AgentDefinition {
+		return &AgentDefinition{Spec: AgentDefinitionSpec{Model: model}}
+	}
+	for _, tc := range []struct {
+		name       string
+		agentModel string
+		def        *AgentDefinition
+		want       string
+	}{
+		{"agent model overrides definition model", "gpt-5", def("claude-sonnet-4-6"), "gpt-5"},
+		{"definition model when agent sets none", "", def("claude-sonnet-4-6"), "claude-sonnet-4-6"},
+		{"default model when neither sets one", "", def(""), DefaultModel},
+		{"default model without a definition", "", nil, DefaultModel},
+		{"agent model without a definition", "gemini-3-pro", nil, "gemini-3-pro"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &Agent{Spec: AgentSpec{Model: tc.agentModel}}
+			if got := a.EffectiveModel(tc.def); got != tc.want {
+				t.Errorf("EffectiveModel() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if DefaultModel != "claude-opus-5-5" {
+		t.Errorf("DefaultModel = %q, the seed fixes it to claude-opus-5-5", DefaultModel)
+	}
+}
+
+func TestAgentWireNames(t *testing.T) {
+	exit := int32(0)
+	a := Agent{
+		Spec: AgentSpec{
+			StationRef: "s", TaskID: "t", TargetRepo: "o/r", Branch: "b",
+			Parameters: map[string]string{"k": "v"}, Model: "m", ResumeSession: "sess",
+		},
+		Status: AgentStatus{
+			Phase: PhaseSucceeded, JobName: "agent-job-a", ExitCode: &exit, BatchID: "batch_1",
+			BatchProvider: BatchProviderAnthropic, BatchFallback: true, BatchCleanupAttempts: 2,
+			SessionID: "sess-2", PRURL: "u", FailureReason: "r", Output: "o", ObservedGeneration: 1,
+		},
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, section, key string
+	}{
+		{"spec.stationRef keeps its wire name", "spec", "stationRef"},
+		{"spec.taskId keeps its wire name", "spec", "taskId"},
+		{"spec.targetRepo keeps its wire name", "spec", "targetRepo"},
+		{"spec.branch keeps its wire name", "spec", "branch"},
+		{"spec.parameters keeps its wire name", "spec", "parameters"},
+		{"spec.model keeps its wire name", "spec", "model"},
+		{"spec.resumeSession keeps its wire name", "spec", "resumeSession"},
+		{"status.phase keeps its wire name", "status", "phase"},
+		{"status.jobName keeps its wire name", "status", "jobName"},
+		{"status.exitCode zero is still written", "status", "exitCode"},
+		{"status.prUrl keeps its wire name", "status", "prUrl"},
+		{"status.batchId keeps its wire name", "status", "batchId"},
+		{"status.batchProvider keeps its wire name", "status", "batchProvider"},
+		{"status.batchFallback keeps its wire name", "status", "batchFallback"},
+		{"status.batchCleanupAttempts keeps its wire name", "status", "batchCleanupAttempts"},
+		{"status.sessionId keeps its wire name", "status", "sessionId"},
+		{"status.failureReason keeps its wire name", "status", "failureReason"},
+		{"status.observedGeneration keeps its wire name", "status", "observedGeneration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, ok := m[tc.section][tc.key]; !ok {
+				t.Errorf("%s.%s missing from %s", tc.section, tc.key, b)
+			}
+		})
+	}
+}
+
+func TestAddToSchemeRegistersEveryKind(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"Agent", "AgentList", "Station", "StationList", "AgentDefinition", "AgentDefinitionList"} {
+		t.Run(kind+" is registered", func(t *testing.T) {
+			gvk := schema.GroupVersionKind{Group: "agents.re-cinq.com", Version: "v1alpha1", Kind: kind}
+			if !s.Recognizes(gvk) {
+				t.Errorf("scheme does not recognise %v", gvk)
+			}
+		})
+	}
+}

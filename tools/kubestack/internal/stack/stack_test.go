@@ -1,0 +1,174 @@
+package stack
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/agentplane/agentplane/libs/testenv"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestATakenPortIsAOneLineError(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	port := l.Addr().(*net.TCPAddr).Port
+	assets := t.TempDir()
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		if err := os.WriteFile(filepath.Join(assets, b), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = Up(context.Background(), Config{Dir: t.TempDir(), Assets: assets, APIServerPort: port, EtcdPort: freePort(t), EtcdPeerPort: freePort(t), ControllerManagerPort: freePort(t)})
+	if err == nil || !strings.Contains(err.Error(), "is taken") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("want a one-line 'is taken' error, got %v", err)
+	}
+}
+
+func TestAMissingBinaryIsAOneLineError(t *testing.T) {
+	_, err := Up(context.Background(), Config{Dir: t.TempDir(), Assets: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "missing") || !strings.Contains(err.Error(), "kubestack build") {
+		t.Fatalf("want a 'missing ... kubestack build' error, got %v", err)
+	}
+}
+
+func TestAComponentThatDiesIsReportedWithItsLog(t *testing.T) {
+	assets := t.TempDir()
+	// An "etcd" that prints a complaint and exits, as a bad flag would.
+	script := "#!/bin/sh\necho 'etcd: fatal: cannot open data dir' >&2\nexit 1\n"
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		if err := os.WriteFile(filepath.Join(assets, b), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := Up(ctx, Config{Dir: t.TempDir(), Assets: assets, APIServerPort: freePort(t), EtcdPort: freePort(t), EtcdPeerPort: freePort(t), ControllerManagerPort: freePort(t), ReadyTimeout: 20 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "exited during startup") || !strings.Contains(err.Error(), "cannot open data dir") {
+		t.Fatalf("want the dead component's log in the error, got %v", err)
+	}
+}
+
+func TestDownWithNothingRunningIsFine(t *testing.T) {
+	if err := Down(filepath.Join(t.TempDir(), "none"), os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUpRunsARealControlPlane starts etcd, kube-apiserver and
+// kube-controller-manager, then checks what the controller-manager must do
+// for agent runs: the Job controller makes a pod, the garbage collector
+// removes it with its Job.
+func TestUpRunsARealControlPlane(t *testing.T) {
+	assets, err := testenv.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "stack")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cfg := Config{Dir: dir, Assets: assets, CRDDir: filepath.Join(root, "deploy", "crds"),
+		APIServerPort: freePort(t), EtcdPort: freePort(t), EtcdPeerPort: freePort(t), ControllerManagerPort: freePort(t)}
+	r, err := Up(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = Down(dir, os.Stderr) }()
+
+	if _, err := Up(ctx, cfg); err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Fatalf("a second up over a running stack must refuse: %v", err)
+	}
+
+	cl, err := newClients(r.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := cl.ext.ApiextensionsV1().CustomResourceDefinitions().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := ReadCRDs(cfg.CRDDir)
+	if len(crds.Items) != len(want) {
+		t.Errorf("%d CRDs installed, want %d", len(crds.Items), len(want))
+	}
+	v, err := cl.kube.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.GitVersion != testenv.KubeVersion {
+		t.Errorf("server reports %s, want %s (ldflags stamp)", v.GitVersion, testenv.KubeVersion)
+	}
+
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default"},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "c", Image: "scratch", Command: []string{"/bin/true"}}},
+		}}},
+	}
+	created, err := cl.kube.BatchV1().Jobs("default").Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := labels.Set{"batch.kubernetes.io/job-name": "probe"}.String()
+	waitFor(ctx, t, "the Job controller to create a pod", func() bool {
+		pods, err := cl.kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: sel})
+		return err == nil && len(pods.Items) == 1 && pods.Items[0].OwnerReferences[0].UID == created.UID
+	})
+	bg := metav1.DeletePropagationBackground
+	if err := cl.kube.BatchV1().Jobs("default").Delete(ctx, "probe", metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "the garbage collector to delete the Job's pod", func() bool {
+		pods, err := cl.kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: sel})
+		return err == nil && len(pods.Items) == 0
+	})
+
+	if err := Down(dir, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range r.Processes {
+		if p.alive() {
+			t.Errorf("%s (pid %d) still runs after down", p.Name, p.PID)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("state dir survives down: %v", err)
+	}
+}
+
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
