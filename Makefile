@@ -18,7 +18,8 @@ BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 
-MODULES := libs proto tools
+# Every module of go.work, as paths relative to the repository root.
+MODULES := $(shell go list -m -f "{{.Dir}}" | sed "s|^$(CURDIR)/||")
 KUBESTACK := $(TOOLBIN)/kubestack
 
 GOLANGCI_LINT := $(TOOLBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
