@@ -96,8 +96,7 @@ func splitIdentifiers(s string, prerelease bool) ([]string, error) {
 			return nil, errors.New("empty identifier")
 		}
 		for i := 0; i < len(id); i++ {
-			c := id[i]
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-') {
+			if !isIdentChar(id[i]) {
 				return nil, fmt.Errorf("identifier %q has a character outside [0-9A-Za-z-]", id)
 			}
 		}
@@ -251,4 +250,9 @@ func CompareVersions(a, b string) (int, error) {
 func PromptPackObjectName(packName, version string) string {
 	sum := sha256.Sum256([]byte(packName + "@" + version))
 	return "pp-" + hex.EncodeToString(sum[:])[:12]
+}
+
+// isIdentChar reports whether c may appear in a semver identifier.
+func isIdentChar(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-'
 }
