@@ -1,0 +1,248 @@
+// Package jobbuild turns an Agent, its Station and its AgentDefinition into
+// the batch/v1 Job that runs it. It is pure: the same inputs always give the
+// same Job, which is what makes Job creation idempotent (the name is derived
+// from the Agent) and keeps the pod template stable.
+package jobbuild
+
+import (
+	"errors"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+)
+
+// Mount points of the two emptyDir volumes every run pod gets.
+const (
+	// AgentMount holds the supervisor bundle and is the agent's HOME.
+	AgentMount = "/agent"
+	// WorkspaceMount is where repositories are cloned and the agent works.
+	WorkspaceMount = "/workspace"
+	// ExecModel routes a definition to the exec vendor (tool_config.command).
+	ExecModel = "exec"
+	// TTLSecondsAfterFinished keeps a finished Job (and its pod, log and
+	// exit code) for an hour: the window in which the controller reads the
+	// result back into status, long enough to survive a restart or backlog.
+	TTLSecondsAfterFinished = 3600
+	// SafeToEvictAnnotation stops the cluster autoscaler from evicting a
+	// running agent mid-task.
+	SafeToEvictAnnotation = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+	// RealtimePort is where a realtime run's supervisor serves prompts.
+	RealtimePort = 8090
+)
+
+// Config is the controller-wide part of every Job.
+type Config struct {
+	// SupervisorImage is the image of the init container that carries the
+	// supervisor bundle.
+	SupervisorImage string
+	// SupervisorPath is the supervisor binary inside that image; the init
+	// container runs "<path> init", which copies the bundle to /agent.
+	SupervisorPath string
+}
+
+// Input is everything one Job is built from.
+type Input struct {
+	Agent      *agentsv1alpha1.Agent
+	Station    *agentsv1alpha1.Station
+	Definition *agentsv1alpha1.AgentDefinition
+	// Model is the run's effective model (Agent, then definition, then the default).
+	Model string
+	// ExtraEnv are literal variables added after the controller's own, e.g.
+	// the realtime run token; reserved names win over them.
+	ExtraEnv []corev1.EnvVar
+	Config   Config
+}
+
+// ErrInvalidTemplate wraps every refusal of a Station's pod template, so the
+// reason recorded on the Agent names the Station field at fault.
+var ErrInvalidTemplate = errors.New("invalid Station template")
+
+// SupervisorBinary is where the init container puts the supervisor.
+const SupervisorBinary = AgentMount + "/bin/supervisor"
+
+// Build returns the Job for in, or an error naming what is wrong with the
+// Station or AgentDefinition.
+func Build(in Input) (*batchv1.Job, error) {
+	if in.Agent == nil || in.Station == nil || in.Definition == nil {
+		return nil, errors.New("build Job: Agent, Station and AgentDefinition are all required")
+	}
+	tmpl := in.Station.Spec.Template.DeepCopy()
+	if err := validateTemplate(in.Station.Name, tmpl); err != nil {
+		return nil, err
+	}
+	spec, err := runSpec(in)
+	if err != nil {
+		return nil, fmt.Errorf("AgentDefinition %s: %w", in.Definition.Name, err)
+	}
+	env := runEnv(in, spec)
+	execution := in.Definition.Spec.EffectiveExecution()
+
+	labels := map[string]string{
+		agentsv1alpha1.LabelComponent: agentsv1alpha1.ComponentJob,
+		agentsv1alpha1.LabelAgent:     SafeName(in.Agent.Name),
+		agentsv1alpha1.LabelStation:   SafeName(in.Station.Name),
+	}
+	if execution == agentsv1alpha1.ExecutionRealtime {
+		labels[agentsv1alpha1.LabelExecution] = string(agentsv1alpha1.ExecutionRealtime)
+	}
+	if tmpl.Labels == nil {
+		tmpl.Labels = map[string]string{}
+	}
+	for k, v := range labels {
+		tmpl.Labels[k] = v
+	}
+	if tmpl.Annotations == nil {
+		tmpl.Annotations = map[string]string{}
+	}
+	tmpl.Annotations[SafeToEvictAnnotation] = "false"
+
+	ps := &tmpl.Spec
+	ps.RestartPolicy = corev1.RestartPolicyNever
+	ps.SecurityContext = &corev1.PodSecurityContext{
+		FSGroup:        ptr.To[int64](1000),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	ps.AutomountServiceAccountToken = ptr.To(false)
+
+	var volumes []corev1.Volume
+	for _, v := range ps.Volumes {
+		if v.Name != "agent" && v.Name != "workspace" {
+			volumes = append(volumes, v)
+		}
+	}
+	ps.Volumes = append(volumes,
+		corev1.Volume{Name: "agent", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.Volume{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	)
+	mounts := []corev1.VolumeMount{{Name: "agent", MountPath: AgentMount}, {Name: "workspace", MountPath: WorkspaceMount}}
+
+	for i := range ps.Containers {
+		c := &ps.Containers[i]
+		if c.Name != agentsv1alpha1.AgentContainerName {
+			continue
+		}
+		c.Command = []string{SupervisorBinary, "run"}
+		c.Args = nil
+		c.Env = env
+		c.EnvFrom = nil
+		var keep []corev1.VolumeMount
+		for _, m := range c.VolumeMounts {
+			if m.Name != "agent" && m.Name != "workspace" {
+				keep = append(keep, m)
+			}
+		}
+		c.VolumeMounts = append(keep, mounts...)
+		c.SecurityContext = agentSecurityContext()
+		if len(c.Resources.Requests) == 0 && len(c.Resources.Limits) == 0 {
+			c.Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+			}
+		}
+		if execution == agentsv1alpha1.ExecutionRealtime && !hasPort(c, RealtimePort) {
+			c.Ports = append(c.Ports, corev1.ContainerPort{Name: "prompts", ContainerPort: RealtimePort, Protocol: corev1.ProtocolTCP})
+		}
+	}
+	ps.InitContainers = []corev1.Container{{
+		Name:         "init",
+		Image:        in.Config.SupervisorImage,
+		Command:      []string{in.Config.SupervisorPath, "init"},
+		Env:          env,
+		VolumeMounts: mounts,
+		SecurityContext: &corev1.SecurityContext{
+			RunAsUser:                ptr.To[int64](0),
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities: &corev1.Capabilities{
+				Drop: []corev1.Capability{"ALL"},
+				Add:  []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID"},
+			},
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+		},
+	}}
+
+	return &batchv1.Job{
+		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      JobName(in.Agent.Name),
+			Namespace: in.Agent.Namespace,
+			Labels:    labels,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         agentsv1alpha1.GroupVersion.String(),
+				Kind:               "Agent",
+				Name:               in.Agent.Name,
+				UID:                in.Agent.UID,
+				Controller:         ptr.To(true),
+				BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: batchv1.JobSpec{
+			TTLSecondsAfterFinished: ptr.To[int32](TTLSecondsAfterFinished),
+			ActiveDeadlineSeconds:   ptr.To(in.Station.Spec.DeadlineSeconds()),
+			BackoffLimit:            ptr.To[int32](0),
+			Template:                *tmpl,
+		},
+	}, nil
+}
+
+func agentSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To[int64](1000),
+		RunAsGroup:               ptr.To[int64](1000),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func hasPort(c *corev1.Container, port int32) bool {
+	for _, p := range c.Ports {
+		if p.ContainerPort == port {
+			return true
+		}
+	}
+	return false
+}
+
+// validateTemplate refuses templates that would let an agent escape its
+// pod: host namespaces, hostPath volumes, privileged containers. Init
+// containers are not checked because the controller replaces them.
+func validateTemplate(station string, t *corev1.PodTemplateSpec) error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w: Station %s: %s", ErrInvalidTemplate, station, fmt.Sprintf(format, args...))
+	}
+	if len(t.Spec.Containers) == 0 {
+		return fail("spec.template.spec.containers is empty; it needs a container named %q", agentsv1alpha1.AgentContainerName)
+	}
+	if t.Spec.HostNetwork || t.Spec.HostPID || t.Spec.HostIPC {
+		return fail("spec.template.spec must not use the host's network, PID or IPC namespace")
+	}
+	for _, v := range t.Spec.Volumes {
+		if v.HostPath != nil {
+			return fail("spec.template.spec.volumes[%s] is a hostPath volume, which is not allowed", v.Name)
+		}
+	}
+	found := false
+	for _, c := range t.Spec.Containers {
+		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+			return fail("spec.template.spec.containers[%s] is privileged, which is not allowed", c.Name)
+		}
+		if c.Name == agentsv1alpha1.AgentContainerName {
+			found = true
+		}
+	}
+	if !found {
+		return fail("spec.template.spec.containers has no container named %q", agentsv1alpha1.AgentContainerName)
+	}
+	return nil
+}

@@ -1,0 +1,321 @@
+package reconcile
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
+)
+
+// Decide returns the writes that move s.Agent one step along its lifecycle.
+func Decide(s Snapshot) Plan {
+	switch s.Agent.Status.Phase {
+	case agentsv1alpha1.PhaseSucceeded, agentsv1alpha1.PhaseFailed:
+		// Terminal → terminal is a no-op.
+		return Plan{}
+	case agentsv1alpha1.PhaseRunning:
+		return decideRunning(s)
+	default:
+		return decidePending(s)
+	}
+}
+
+// NeedsJob reports whether a reconcile of a in this phase reads its Job.
+func NeedsJob(a *agentsv1alpha1.Agent) bool {
+	return a.Status.Phase == agentsv1alpha1.PhaseRunning
+}
+
+// JobFinished reports whether job reached Complete or Failed, the point at
+// which the controller reads the pod back.
+func JobFinished(job *batchv1.Job) bool {
+	done, _, _ := jobOutcome(job)
+	return done
+}
+
+// JobNameOf is the Agent's Job name: status.jobName, or the derived name
+// when a crash between creating the Job and patching the status lost it.
+func JobNameOf(a *agentsv1alpha1.Agent) string {
+	if a.Status.JobName != "" {
+		return a.Status.JobName
+	}
+	return jobbuild.JobName(a.Name)
+}
+
+func decidePending(s Snapshot) Plan {
+	a := s.Agent
+	if s.Station == nil {
+		return fail(s, fmt.Sprintf("Station %q not found", a.Spec.StationRef), FailureMissingRef, agentsv1alpha1.ReasonStationNotFound)
+	}
+	if s.Definition == nil {
+		return fail(s, fmt.Sprintf("AgentDefinition %q (spec.agentDefRef of Station %q) not found", s.Station.Spec.AgentDefRef, s.Station.Name),
+			FailureMissingRef, agentsv1alpha1.ReasonAgentDefinitionNotFound)
+	}
+	def := &s.Definition.Spec
+	execution := def.EffectiveExecution()
+	if reason := validateExecution(s, execution); reason != "" {
+		return fail(s, reason, FailureInvalidSpec, agentsv1alpha1.ReasonInvalidDefinition)
+	}
+	if execution == agentsv1alpha1.ExecutionBatch {
+		// Batch runs submit to a vendor instead of creating a Job; that path
+		// lives with the batch component, which is not enabled here.
+		return fail(s, ReasonBatchDisabled, FailureInvalidSpec, agentsv1alpha1.ReasonExecutionDisabled)
+	}
+
+	plan := Plan{}
+	limit := s.Station.Spec.EffectiveMaxConcurrent()
+	running := runningOf(s)
+	if limit > 0 && len(running)+s.InFlight >= limit {
+		if s.Station.Spec.ConcurrencyPolicy != agentsv1alpha1.ReplaceConcurrent || len(running) == 0 {
+			return queue(s)
+		}
+		// Replace: the oldest Running run makes room for this one.
+		sort.SliceStable(running, func(i, j int) bool { return startedBefore(running[i], running[j]) })
+		over := len(running) + s.InFlight - limit + 1
+		for i := 0; i < over && i < len(running); i++ {
+			plan.Preempt = append(plan.Preempt, Victim{Name: running[i].Name, ResourceVersion: running[i].ResourceVersion})
+		}
+		plan.Outcome.Preempted = len(plan.Preempt)
+		if len(running)-len(plan.Preempt)+s.InFlight >= limit {
+			// Only admissions not yet visible hold the slots; wait for them.
+			return queue(s)
+		}
+	}
+
+	job, err := jobbuild.Build(jobbuild.Input{
+		Agent: a, Station: s.Station, Definition: s.Definition,
+		Model: a.EffectiveModel(s.Definition), Config: s.Config.Job,
+	})
+	if err != nil {
+		return fail(s, err.Error(), FailureInvalidSpec, agentsv1alpha1.ReasonInvalidDefinition)
+	}
+	st := a.Status.DeepCopy()
+	st.Phase = agentsv1alpha1.PhaseRunning
+	st.JobName = job.Name
+	st.StartedAt = &metav1.Time{Time: s.Now}
+	st.ObservedGeneration = a.Generation
+	setCondition(st, s, agentsv1alpha1.ConditionResolved, metav1.ConditionTrue, agentsv1alpha1.ReasonResolved, "Station and AgentDefinition found")
+	setCondition(st, s, agentsv1alpha1.ConditionStarted, metav1.ConditionTrue, agentsv1alpha1.ReasonJobCreated, "Job "+job.Name+" created")
+	plan.CreateJob = job
+	plan.Status = st
+	plan.Outcome.Started = true
+	plan.Outcome.QueueWait = s.Now.Sub(a.CreationTimestamp.Time)
+	return plan
+}
+
+// validateExecution returns why the definition cannot run on this
+// controller, or "".
+func validateExecution(s Snapshot, execution agentsv1alpha1.ExecutionMode) string {
+	a, def := s.Agent, &s.Definition.Spec
+	switch execution {
+	case agentsv1alpha1.ExecutionBatch:
+		if !s.Config.BatchEnabled {
+			return ReasonBatchDisabled
+		}
+	case agentsv1alpha1.ExecutionRealtime:
+		if !s.Config.RealtimeEnabled {
+			return ReasonRealtimeDisabled
+		}
+		if def.Resources != nil && def.Resources.Conversation != nil {
+			if def.Resources.Conversation.ID != "" {
+				return "realtime execution does not support resources.conversation.id; use the Agent's spec.resumeSession"
+			}
+			if def.Resources.Conversation.Pin != "" {
+				return "realtime execution does not support resources.conversation.pin"
+			}
+		}
+	}
+	if a.Spec.ResumeSession != "" {
+		if execution != agentsv1alpha1.ExecutionRealtime {
+			return ReasonResumeNeedsRealtime
+		}
+		if def.Resources == nil || def.Resources.Conversation == nil || def.Resources.Conversation.Source == "" {
+			return ReasonResumeNeedsSource
+		}
+		if v := vendorOf(a.EffectiveModel(s.Definition)); !canResume(v) {
+			return v + " cannot resume a session"
+		}
+	}
+	return ""
+}
+
+// vendorOf routes a model to its vendor CLI by the reference's rules.
+func vendorOf(model string) string {
+	m := strings.ToLower(model)
+	switch {
+	case m == jobbuild.ExecModel:
+		return "exec"
+	case strings.Contains(m, "opencode"):
+		return "opencode"
+	case strings.Contains(m, "codex"), strings.HasPrefix(m, "gpt"), strings.HasPrefix(m, "o1"), strings.HasPrefix(m, "o3"), strings.HasPrefix(m, "o4"):
+		return "codex"
+	case strings.HasPrefix(m, "gemini"):
+		return "gemini"
+	default:
+		return "claude"
+	}
+}
+
+func canResume(vendor string) bool {
+	return vendor == "claude" || vendor == "codex" || vendor == "gemini"
+}
+
+func queue(s Snapshot) Plan {
+	c := meta.FindStatusCondition(s.Agent.Status.Conditions, agentsv1alpha1.ConditionStarted)
+	if c != nil && c.Reason == agentsv1alpha1.ReasonQueued {
+		return Plan{Outcome: Outcome{Queued: true}}
+	}
+	st := s.Agent.Status.DeepCopy()
+	if st.Phase == "" {
+		st.Phase = agentsv1alpha1.PhasePending
+	}
+	setCondition(st, s, agentsv1alpha1.ConditionResolved, metav1.ConditionTrue, agentsv1alpha1.ReasonResolved, "Station and AgentDefinition found")
+	setCondition(st, s, agentsv1alpha1.ConditionStarted, metav1.ConditionFalse, agentsv1alpha1.ReasonQueued,
+		fmt.Sprintf("waiting for a free slot of Station %s (concurrencyPolicy %s)", s.Station.Name, policyOf(s.Station)))
+	return Plan{Status: st, Outcome: Outcome{Queued: true}}
+}
+
+func policyOf(st *agentsv1alpha1.Station) agentsv1alpha1.ConcurrencyPolicy {
+	if st.Spec.ConcurrencyPolicy == "" {
+		return agentsv1alpha1.AllowConcurrent
+	}
+	return st.Spec.ConcurrencyPolicy
+}
+
+// fail moves a Pending Agent straight to Failed: it never ran, so it is
+// counted but not timed.
+func fail(s Snapshot, reason string, kind FailureKind, condReason string) Plan {
+	st := s.Agent.Status.DeepCopy()
+	st.Phase = agentsv1alpha1.PhaseFailed
+	st.FailureReason = reason
+	st.ExitCode = ptr.To[int32](1)
+	st.CompletedAt = &metav1.Time{Time: s.Now}
+	st.ObservedGeneration = s.Agent.Generation
+	setCondition(st, s, agentsv1alpha1.ConditionResolved, metav1.ConditionFalse, condReason, reason)
+	return Plan{Status: st, Prune: true, Outcome: Outcome{Terminal: agentsv1alpha1.PhaseFailed, ExitCode: 1, Failure: kind}}
+}
+
+func decideRunning(s Snapshot) Plan {
+	a := s.Agent
+	st := a.Status.DeepCopy()
+	st.JobName = JobNameOf(a)
+	if s.Job == nil {
+		return finish(s, st, agentsv1alpha1.PhaseFailed, 1, "", ReasonJobGarbageCollected, FailureOutputUnavailable)
+	}
+	done, succeeded, jobReason := jobOutcome(s.Job)
+	if !done {
+		return Plan{}
+	}
+	output, reason := "", ""
+	switch {
+	case !s.Pod.Found:
+		reason = ReasonPodGarbageCollected
+	case s.Pod.LogErr != nil:
+		reason = "run output unavailable: " + s.Pod.LogErr.Error()
+	default:
+		output = TailOutput(s.Pod.Log, s.Config.MaxOutputBytes)
+	}
+	if succeeded {
+		kind := FailureKind("")
+		if reason != "" {
+			kind = FailureOutputUnavailable
+		}
+		return finish(s, st, agentsv1alpha1.PhaseSucceeded, 0, output, reason, kind)
+	}
+	// A Job-level reason (deadline, backoff) is the better explanation and
+	// is kept even when the pod is gone.
+	if jobReason != "" {
+		reason = jobReason
+	}
+	exit := int32(1)
+	if s.Pod.ExitCode != nil && *s.Pod.ExitCode != 0 {
+		exit = *s.Pod.ExitCode
+	}
+	return finish(s, st, agentsv1alpha1.PhaseFailed, exit, output, reason, FailureJobFailed)
+}
+
+func finish(s Snapshot, st *agentsv1alpha1.AgentStatus, phase agentsv1alpha1.AgentPhase, exit int32, output, reason string, kind FailureKind) Plan {
+	st.Phase = phase
+	st.ExitCode = ptr.To(exit)
+	st.Output = output
+	st.FailureReason = reason
+	st.CompletedAt = &metav1.Time{Time: s.Now}
+	st.ObservedGeneration = s.Agent.Generation
+	var d time.Duration
+	if st.StartedAt != nil {
+		d = s.Now.Sub(st.StartedAt.Time)
+	}
+	return Plan{Status: st, Prune: true, Outcome: Outcome{Terminal: phase, ExitCode: exit, Duration: d, Failure: kind}}
+}
+
+// jobOutcome reads a Job's terminal state from its conditions, falling back
+// to its pod counters.
+func jobOutcome(job *batchv1.Job) (done, succeeded bool, reason string) {
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, true, ""
+		case batchv1.JobFailed:
+			switch {
+			case c.Reason != "" && c.Message != "":
+				return true, false, c.Reason + ": " + c.Message
+			case c.Reason != "":
+				return true, false, c.Reason
+			default:
+				return true, false, c.Message
+			}
+		}
+	}
+	if job.Status.Active > 0 {
+		return false, false, ""
+	}
+	if job.Status.Succeeded > 0 && job.Status.CompletionTime != nil {
+		return true, true, ""
+	}
+	return false, false, ""
+}
+
+func runningOf(s Snapshot) []*agentsv1alpha1.Agent {
+	var out []*agentsv1alpha1.Agent
+	for _, r := range s.StationRuns {
+		if r.Name != s.Agent.Name && r.Status.Phase == agentsv1alpha1.PhaseRunning && r.DeletionTimestamp == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// startedBefore orders runs by status.startedAt as times; a run without one
+// sorts first (it is the oldest we can tell), then by name for stability.
+func startedBefore(x, y *agentsv1alpha1.Agent) bool {
+	xs, ys := x.Status.StartedAt, y.Status.StartedAt
+	switch {
+	case xs == nil && ys == nil:
+		return x.Name < y.Name
+	case xs == nil:
+		return true
+	case ys == nil:
+		return false
+	case !xs.Equal(ys):
+		return xs.Before(ys)
+	}
+	return x.Name < y.Name
+}
+
+func setCondition(st *agentsv1alpha1.AgentStatus, s Snapshot, typ string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: msg,
+		ObservedGeneration: s.Agent.Generation, LastTransitionTime: metav1.Time{Time: s.Now},
+	})
+}

@@ -1,0 +1,128 @@
+// Package reconcile is the agent controller's decision core: a pure function
+// from a snapshot of the world (the Agent, its Station and AgentDefinition,
+// its Job and pod, the Station's other runs, the clock) to the writes that
+// move the Agent along its state machine. It does no I/O, so every rule of
+// the lifecycle is tested with tables, without a server.
+package reconcile
+
+import (
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
+)
+
+// Reasons recorded in status.failureReason, word for word as the lifecycle
+// specifies them where it does.
+const (
+	ReasonJobGarbageCollected = "run record unavailable: Job garbage-collected before its result was observed"
+	ReasonPodGarbageCollected = "run output unavailable: pod garbage-collected"
+	ReasonBatchDisabled       = "batch execution is disabled on this controller"
+	ReasonRealtimeDisabled    = "realtime execution is disabled on this controller"
+	ReasonResumeNeedsRealtime = "resumeSession requires realtime execution"
+	ReasonResumeNeedsSource   = "resumeSession needs resources.conversation.source"
+)
+
+// FailureKind groups runs that ended with a reason, so the failure metric
+// has few series.
+type FailureKind string
+
+// Failure kinds.
+const (
+	FailureMissingRef        FailureKind = "missing_ref"
+	FailureJobFailed         FailureKind = "job_failed"
+	FailureOutputUnavailable FailureKind = "output_unavailable"
+	FailurePreempted         FailureKind = "preempted"
+	// FailureInvalidSpec is a run refused before it started because its
+	// Station, AgentDefinition or execution settings cannot run.
+	FailureInvalidSpec FailureKind = "invalid_spec"
+)
+
+// Config is the controller configuration the decisions depend on.
+type Config struct {
+	// MaxOutputBytes caps status.output.
+	MaxOutputBytes int
+	// BatchEnabled is set when the controller runs with the batch component.
+	BatchEnabled bool
+	// RealtimeEnabled is set when the controller runs with the realtime component.
+	RealtimeEnabled bool
+	// Job is passed to the Job builder.
+	Job jobbuild.Config
+}
+
+// PodOutcome is what was read back from a finished run's pod.
+type PodOutcome struct {
+	// Found is false when the pod was already garbage-collected.
+	Found bool
+	// ExitCode is the agent container's terminated exit code, if recorded.
+	ExitCode *int32
+	// Log is the agent container's log tail.
+	Log string
+	// LogErr is set when the pod exists but its log could not be read.
+	LogErr error
+}
+
+// Snapshot is everything one decision reads.
+type Snapshot struct {
+	Now   time.Time
+	Agent *agentsv1alpha1.Agent
+	// Station and Definition are nil when not found.
+	Station    *agentsv1alpha1.Station
+	Definition *agentsv1alpha1.AgentDefinition
+	// Job is the run's Job, nil when it does not exist.
+	Job *batchv1.Job
+	// Pod is read only once the Job is finished.
+	Pod PodOutcome
+	// StationRuns are the cached Agents of the same Station, this one
+	// included or not.
+	StationRuns []*agentsv1alpha1.Agent
+	// InFlight counts this Station's runs admitted by this controller but
+	// not yet seen Running in the cache, so a burst never over-admits.
+	InFlight int
+	Config   Config
+}
+
+// Victim is an Agent to delete, with the resourceVersion it was judged at,
+// used as a delete precondition.
+type Victim struct {
+	Name            string
+	ResourceVersion string
+}
+
+// Outcome describes what a plan does, for metrics and logs.
+type Outcome struct {
+	// Started is set when a run starts; QueueWait is creation → start.
+	Started   bool
+	QueueWait time.Duration
+	// Queued is set when the run waits for a Station slot.
+	Queued bool
+	// Terminal is the phase reached, if any.
+	Terminal agentsv1alpha1.AgentPhase
+	ExitCode int32
+	// Duration is startedAt → the terminal patch; zero when never started.
+	Duration time.Duration
+	// Failure is the kind of reason the run ended with, if any.
+	Failure FailureKind
+	// Preempted counts Agents deleted under the Replace policy.
+	Preempted int
+}
+
+// Plan is the writes one reconcile makes, in order: delete preempted
+// Agents, create the Job, patch the status (with the Agent's
+// resourceVersion as precondition), then prune history.
+type Plan struct {
+	Preempt   []Victim
+	CreateJob *batchv1.Job
+	// Status is the complete new status; nil means no patch.
+	Status *agentsv1alpha1.AgentStatus
+	// Prune asks the driver to prune the Station's history after the patch.
+	Prune   bool
+	Outcome Outcome
+}
+
+// Empty reports whether the plan writes nothing.
+func (p Plan) Empty() bool {
+	return len(p.Preempt) == 0 && p.CreateJob == nil && p.Status == nil && !p.Prune
+}
