@@ -63,7 +63,7 @@ require (
 	k8s.io/gengo/v2 v2.0.0-20260408192533-25e2208e0dc3 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
-	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
+	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	sigs.k8s.io/controller-runtime v0.25.2 // indirect
 	sigs.k8s.io/controller-tools v0.23.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
@@ -73,6 +73,7 @@ require (
 
 require (
 	github.com/agentplane/agentplane/libs v0.0.0-00010101000000-000000000000
+	github.com/agentplane/agentplane/proto v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -83,3 +84,5 @@ require (
 replace github.com/agentplane/agentplane/libs => ../libs
 
 tool sigs.k8s.io/controller-tools/cmd/controller-gen
+
+replace github.com/agentplane/agentplane/proto => ../proto

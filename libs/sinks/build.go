@@ -1,0 +1,129 @@
+package sinks
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/agentplane/agentplane/libs/events"
+)
+
+// BuildOptions are what Build needs besides the sink configs.
+type BuildOptions struct {
+	// Getenv resolves headers_secret names and the retry env; nil is
+	// os.Getenv. Secret keys may contain dashes, which shells cannot read,
+	// so the value is looked up directly, never through a shell.
+	Getenv func(string) string
+	// Stdout, when set, is always a member (the run pod echoes every line
+	// to its log); stdout entries in the configs collapse into it so no
+	// line is printed twice. When nil, a stdout entry writes to os.Stdout.
+	Stdout io.Writer
+	// Publisher, when set, adds the platform's stream as an unfiltered
+	// member. A "nats" entry in the configs needs it.
+	Publisher *events.Publisher
+	// HTTPClient, HTTPTimeout and Retry configure http sinks; a zero Retry
+	// is read from the AGENT_SINK_RETRY_* env.
+	HTTPClient  *http.Client
+	HTTPTimeout time.Duration
+	Retry       RetryPolicy
+	// Select, QueueSize and Logger are passed to NewSet.
+	Select    Select
+	QueueSize int
+	Logger    *slog.Logger
+}
+
+// Build makes a Set from parsed sink configs. Problems with one sink (an
+// unreadable headers secret, a nats entry without a Publisher) are
+// reported in the error while the other sinks are still built; the
+// returned Set is never nil.
+func Build(cfgs []Config, opts BuildOptions) (*Set, error) {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.Retry.Attempts <= 0 {
+		opts.Retry = RetryPolicyFromEnv(opts.Getenv)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	var members []Member
+	var errs []error
+	stdout, nats := opts.Stdout != nil, opts.Publisher != nil
+	for i, c := range cfgs {
+		switch c.Type {
+		case TypeStdout:
+			stdout = true
+		case TypeNATS:
+			if opts.Publisher == nil {
+				errs = append(errs, fmt.Errorf("sink %d: nats sink without a NATS publisher", i))
+			}
+		case TypeFile:
+			members = append(members, Member{Name: "file-" + strconv.Itoa(i), Sink: NewFile(c.Path)})
+		case TypeHTTP:
+			headers, err := secretHeaders(c, opts.Getenv)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("sink %d: %w", i, err))
+			}
+			h, err := NewHTTP(HTTPOptions{URL: c.URL, Headers: headers, Client: opts.HTTPClient,
+				Timeout: opts.HTTPTimeout, Retry: opts.Retry, Logger: opts.Logger})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("sink %d: %w", i, err))
+				continue
+			}
+			members = append(members, Member{Name: "http-" + strconv.Itoa(i), Sink: h})
+		default:
+			errs = append(errs, fmt.Errorf("sink %d: %w", i, c.validate()))
+		}
+	}
+	if stdout {
+		w := opts.Stdout
+		if w == nil {
+			w = os.Stdout
+		}
+		members = append(members, Member{Name: TypeStdout, Sink: NewStdout(w), Unfiltered: true})
+	}
+	if nats {
+		members = append(members, Member{Name: TypeNATS, Sink: NewNATS(opts.Publisher), Unfiltered: true})
+	}
+	set := NewSet(members, SetOptions{Select: opts.Select, QueueSize: opts.QueueSize, Logger: opts.Logger})
+	return set, errors.Join(errs...)
+}
+
+// secretHeaders reads the header lines from the env var the sink's
+// headers_secret names. Errors name the variable and header names only.
+func secretHeaders(c Config, getenv func(string) string) (http.Header, error) {
+	if c.HeadersSecret == "" {
+		return nil, nil
+	}
+	v := getenv(c.HeadersSecret)
+	if v == "" {
+		return nil, fmt.Errorf("headers_secret %q: env var empty or unset, sending without its headers", c.HeadersSecret)
+	}
+	h, err := ParseHeaderLines(v)
+	if err != nil {
+		return h, fmt.Errorf("headers_secret %q: %w", c.HeadersSecret, err)
+	}
+	return h, nil
+}
+
+// FromEnv reads the run pod's sink env: AGENT_SINKS, plus an http sink for
+// AGENT_NOTIFY_URL when set (as the reference does), and AGENT_SELECT.
+// Errors are for logging: what could be parsed is returned regardless.
+func FromEnv(getenv func(string) string) ([]Config, Select, error) {
+	cfgs, err1 := ParseSinks([]byte(getenv(EnvSinks)))
+	if u := getenv(EnvNotifyURL); u != "" {
+		c := Config{Type: TypeHTTP, URL: u}
+		if err := c.validate(); err != nil {
+			err1 = errors.Join(err1, fmt.Errorf("%s: %w", EnvNotifyURL, err))
+		} else {
+			cfgs = append(cfgs, c)
+		}
+	}
+	sel, err2 := ParseSelect([]byte(getenv(EnvSelect)))
+	return cfgs, sel, errors.Join(err1, err2)
+}

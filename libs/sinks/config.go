@@ -1,0 +1,232 @@
+package sinks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sink types. Stdout, HTTP and File are the AgentDefinition's output.sinks
+// types; NATS is the platform's stream, which a definition cannot name.
+const (
+	TypeStdout = "stdout"
+	TypeHTTP   = "http"
+	TypeFile   = "file"
+	TypeNATS   = "nats"
+)
+
+// Env names the run pod reads, as in the reference supervisor.
+const (
+	EnvSinks         = "AGENT_SINKS"
+	EnvSelect        = "AGENT_SELECT"
+	EnvNotifyURL     = "AGENT_NOTIFY_URL"
+	EnvRetryAttempts = "AGENT_SINK_RETRY_ATTEMPTS"
+	EnvRetryBaseMS   = "AGENT_SINK_RETRY_BASE_MS"
+	EnvRetryMaxMS    = "AGENT_SINK_RETRY_MAX_MS"
+)
+
+// Config is one entry of output.sinks as the controller passes it in
+// AGENT_SINKS: the JSON of v1alpha1.OutputSink (snake_case keys).
+type Config struct {
+	// Type is stdout, http, file (or nats).
+	Type string `json:"type"`
+	// URL events are POSTed to (http).
+	URL string `json:"url,omitempty"`
+	// HeadersSecret names the env var holding extra header lines (http).
+	HeadersSecret string `json:"headers_secret,omitempty"`
+	// Path events are appended to (file).
+	Path string `json:"path,omitempty"`
+}
+
+// maxSinks bounds what a hostile or broken AGENT_SINKS can make us build.
+const maxSinks = 64
+
+// ParseSinks parses AGENT_SINKS. Empty input means no sinks. Malformed
+// JSON gives no sinks and an error; entries that are unusable (no type, an
+// unknown type, an http sink without an http(s) url, a file sink without a
+// path) are skipped and named in the error, and the others are returned,
+// so one bad entry does not silence the rest. Errors never quote urls,
+// which may carry credentials.
+func ParseSinks(data []byte) ([]Config, error) {
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return nil, nil
+	}
+	var raw []Config
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("%s: malformed JSON: %w", EnvSinks, jsonError(err))
+	}
+	var out []Config
+	var errs []error
+	for i, c := range raw {
+		if err := c.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%s[%d]: %w", EnvSinks, i, err))
+			continue
+		}
+		if len(out) == maxSinks {
+			errs = append(errs, fmt.Errorf("%s: more than %d sinks, rest ignored", EnvSinks, maxSinks))
+			break
+		}
+		out = append(out, c)
+	}
+	return out, errors.Join(errs...)
+}
+
+// jsonError keeps the position of a syntax error but not the offending
+// input, which could be part of a secret pasted in the wrong place.
+func jsonError(err error) error {
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fmt.Errorf("syntax error at offset %d", syn.Offset)
+	}
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		return fmt.Errorf("field %q has the wrong type", typ.Field)
+	}
+	return errors.New("invalid JSON")
+}
+
+func (c Config) validate() error {
+	switch c.Type {
+	case TypeStdout, TypeNATS:
+		return nil
+	case TypeHTTP:
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return errors.New("http sink needs an http(s) url")
+		}
+		return nil
+	case TypeFile:
+		if c.Path == "" {
+			return errors.New("file sink needs a path")
+		}
+		return nil
+	case "":
+		return errors.New("sink without type")
+	default:
+		return fmt.Errorf("unknown sink type %q", truncate(c.Type, 32))
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// RetryPolicy is the http sink's retry schedule: Attempts tries in total,
+// waiting min(Base·2^(n−1), Max) after failed attempt n, none after the last.
+type RetryPolicy struct {
+	Attempts  int
+	Base, Max time.Duration
+}
+
+// DefaultRetryPolicy is the reference's: 3 attempts, 200 ms then 400 ms.
+var DefaultRetryPolicy = RetryPolicy{Attempts: 3, Base: 200 * time.Millisecond, Max: 5 * time.Second}
+
+// RetryPolicyFromEnv reads AGENT_SINK_RETRY_ATTEMPTS (min 1),
+// AGENT_SINK_RETRY_BASE_MS and AGENT_SINK_RETRY_MAX_MS (negative clamps to
+// 0); unset or garbage values keep the default.
+func RetryPolicyFromEnv(getenv func(string) string) RetryPolicy {
+	p := DefaultRetryPolicy
+	if n, err := strconv.Atoi(strings.TrimSpace(getenv(EnvRetryAttempts))); err == nil {
+		p.Attempts = max(n, 1)
+	}
+	if n, err := strconv.ParseInt(strings.TrimSpace(getenv(EnvRetryBaseMS)), 10, 64); err == nil {
+		p.Base = msDuration(n)
+	}
+	if n, err := strconv.ParseInt(strings.TrimSpace(getenv(EnvRetryMaxMS)), 10, 64); err == nil {
+		p.Max = msDuration(n)
+	}
+	return p
+}
+
+// msDuration converts milliseconds, clamping negatives to 0 and huge values
+// to a day rather than overflowing.
+func msDuration(ms int64) time.Duration {
+	const day = 24 * time.Hour
+	switch {
+	case ms <= 0:
+		return 0
+	case ms > int64(day/time.Millisecond):
+		return day
+	default:
+		return time.Duration(ms) * time.Millisecond
+	}
+}
+
+// Backoff returns the wait after failed attempt n (1-based). It survives
+// any n without overflowing.
+func (p RetryPolicy) Backoff(n int) time.Duration {
+	if n < 1 || p.Base <= 0 {
+		return 0
+	}
+	d := p.Base
+	for i := 1; i < n && d < p.Max; i++ {
+		d *= 2
+	}
+	return min(d, max(p.Max, 0))
+}
+
+// reservedHeaders are set by the sink itself; a secret cannot replace them.
+var reservedHeaders = map[string]bool{
+	"Content-Type": true, "Content-Length": true, "Host": true,
+	"Transfer-Encoding": true, "Connection": true,
+}
+
+// ParseHeaderLines parses the value of a headers_secret env var: one
+// "Name: value" header per line, blank lines dropped (the reference's
+// format, so existing Secrets keep working). Lines that are not a valid
+// header, and headers the sink sets itself, are skipped and reported by
+// name only: the error never contains a value.
+func ParseHeaderLines(s string) (http.Header, error) {
+	h := http.Header{}
+	var errs []error
+	for i, line := range strings.Split(s, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(line, ":")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		switch {
+		case !ok || !validHeaderName(name):
+			errs = append(errs, fmt.Errorf("header line %d is not \"Name: value\"", i+1))
+		case !validHeaderValue(value):
+			errs = append(errs, fmt.Errorf("header %q has control characters in its value", name))
+		case reservedHeaders[http.CanonicalHeaderKey(name)]:
+			errs = append(errs, fmt.Errorf("header %q is set by the sink and cannot be overridden", name))
+		default:
+			h.Add(name, value)
+		}
+	}
+	return h, errors.Join(errs...)
+}
+
+// validHeaderName accepts RFC 9110 token characters.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
