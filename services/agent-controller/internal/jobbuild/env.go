@@ -9,6 +9,7 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/runspec"
+	"github.com/agentplane/agentplane/libs/vendors"
 )
 
 // Reserved are the environment variables the controller owns. A recipe's
@@ -25,19 +26,9 @@ var Reserved = map[string]bool{
 	"AGENT_NAMESPACE": true, "AGENT_UID": true, "AGENT_EXECUTION": true,
 }
 
-// HeaderEnvName turns a secret key into an environment variable name:
-// upper-cased, every character other than a letter or digit becomes "_".
-func HeaderEnvName(key string) string {
-	var b strings.Builder
-	for _, r := range strings.ToUpper(key) {
-		if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
-}
+// HeaderEnvName is the env var an MCP server's headers_secret is exposed
+// as; the vendors' MCP config refers to it by this name.
+func HeaderEnvName(key string) string { return vendors.MCPHeaderEnvName(key) }
 
 // envBuilder accumulates env vars, refusing duplicates so the first
 // definition of a name wins.

@@ -3,7 +3,6 @@ package reconcile
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/vendors"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
 )
 
@@ -140,32 +140,11 @@ func validateExecution(s Snapshot, execution agentsv1alpha1.ExecutionMode) strin
 		if def.Resources == nil || def.Resources.Conversation == nil || def.Resources.Conversation.Source == "" {
 			return ReasonResumeNeedsSource
 		}
-		if v := vendorOf(a.EffectiveModel(s.Definition)); !canResume(v) {
-			return v + " cannot resume a session"
+		if err := vendors.CheckResume(vendors.Route(a.EffectiveModel(s.Definition))); err != nil {
+			return err.Error()
 		}
 	}
 	return ""
-}
-
-// vendorOf routes a model to its vendor CLI by the reference's rules.
-func vendorOf(model string) string {
-	m := strings.ToLower(model)
-	switch {
-	case m == jobbuild.ExecModel:
-		return "exec"
-	case strings.Contains(m, "opencode"):
-		return "opencode"
-	case strings.Contains(m, "codex"), strings.HasPrefix(m, "gpt"), strings.HasPrefix(m, "o1"), strings.HasPrefix(m, "o3"), strings.HasPrefix(m, "o4"):
-		return "codex"
-	case strings.HasPrefix(m, "gemini"):
-		return "gemini"
-	default:
-		return "claude"
-	}
-}
-
-func canResume(vendor string) bool {
-	return vendor == "claude" || vendor == "codex" || vendor == "gemini"
 }
 
 func queue(s Snapshot) Plan {
@@ -188,6 +167,13 @@ func policyOf(st *agentsv1alpha1.Station) agentsv1alpha1.ConcurrencyPolicy {
 		return agentsv1alpha1.AllowConcurrent
 	}
 	return st.Spec.ConcurrencyPolicy
+}
+
+// JobRejected is the plan when the API server refuses a built Job as
+// invalid: retrying would be refused the same way, so the run fails with the
+// server's reason instead of staying Pending.
+func JobRejected(s Snapshot, err error) Plan {
+	return fail(s, "the Job for this run was rejected: "+err.Error(), FailureInvalidSpec, agentsv1alpha1.ReasonInvalidDefinition)
 }
 
 // fail moves a Pending Agent straight to Failed: it never ran, so it is

@@ -1,0 +1,322 @@
+// Package controller is the agent controller's I/O shell around the pure
+// decisions of package reconcile: a watch (client-go reflector) and an
+// independent poll share one cache of Agents; every change enqueues the
+// Agent, and workers gather a snapshot, decide, and apply the writes.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
+)
+
+// byStation indexes cached Agents by namespace/stationRef, so concurrency
+// counts and pruning read the cache instead of listing per reconcile.
+const byStation = "station"
+
+// Options configure a Controller.
+type Options struct {
+	// Namespace limits the controller to one namespace; "" watches all.
+	Namespace string
+	// Workers is how many Agents are reconciled at once.
+	Workers int
+	// PollInterval is the period of the safety-net full LIST.
+	PollInterval time.Duration
+	// PageSize is the LIST page size.
+	PageSize int64
+	// Reconcile configures the decisions.
+	Reconcile reconcile.Config
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Log receives structured logs; slog.Default when nil.
+	Log *slog.Logger
+}
+
+// Controller drives Agents through their lifecycle.
+type Controller struct {
+	c    client.WithWatch
+	kube kubernetes.Interface
+	m    *metrics.Metrics
+	opts Options
+	log  *slog.Logger
+
+	lw       *agentListWatch
+	agents   cache.SharedIndexInformer
+	jobs     cache.SharedIndexInformer
+	queue    workqueue.TypedRateLimitingInterface[string]
+	locks    sync.Map // station key → *sync.Mutex
+	inflight inflight
+
+	synced       atomic.Bool
+	pollFailures atomic.Int32
+}
+
+// New returns a Controller; Run starts it.
+func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts Options) *Controller {
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 15 * time.Second
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = 500
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Reconcile.Job.SupervisorImage == "" {
+		opts.Reconcile.Job.SupervisorImage = "agentplane/supervisor:dev"
+	}
+	if opts.Reconcile.Job.SupervisorPath == "" {
+		opts.Reconcile.Job.SupervisorPath = "/supervisor"
+	}
+	if opts.Reconcile.MaxOutputBytes <= 0 {
+		opts.Reconcile.MaxOutputBytes = reconcile.DefaultMaxOutputBytes
+	}
+	ctl := &Controller{c: c, kube: kube, m: m, opts: opts, log: opts.Log, inflight: inflight{byStation: map[string]map[string]bool{}}}
+	ctl.lw = &agentListWatch{c: c, namespace: opts.Namespace, pageSize: opts.PageSize,
+		onList: func() { m.Resyncs.Inc() },
+		onWatch: func(reconnect bool) {
+			if reconnect {
+				m.WatchReconnects.Inc()
+			}
+		},
+	}
+	ctl.agents = cache.NewSharedIndexInformer(ctl.lw, &agentsv1alpha1.Agent{}, 0, cache.Indexers{byStation: stationIndex})
+	ctl.jobs = cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = agentsv1alpha1.LabelComponent + "=" + agentsv1alpha1.ComponentJob
+			return kube.BatchV1().Jobs(opts.Namespace).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = agentsv1alpha1.LabelComponent + "=" + agentsv1alpha1.ComponentJob
+			return kube.BatchV1().Jobs(opts.Namespace).Watch(ctx, o)
+		},
+	}, &batchv1.Job{}, 0, cache.Indexers{})
+	ctl.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "agents"})
+	return ctl
+}
+
+func stationIndex(obj any) ([]string, error) {
+	a, ok := obj.(*agentsv1alpha1.Agent)
+	if !ok {
+		return nil, nil
+	}
+	return []string{a.Namespace + "/" + a.Spec.StationRef}, nil
+}
+
+// Synced reports whether the first LIST has filled the cache.
+func (c *Controller) Synced() bool { return c.synced.Load() }
+
+// Healthy reports whether the poll works: false after 3 failures in a row.
+func (c *Controller) Healthy() bool { return c.pollFailures.Load() < 3 }
+
+// Run reconciles until ctx ends, then drains and returns.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			c.queue.Add(key)
+		}
+	}
+	if _, err := c.agents.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: func(obj any) {
+			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+				c.inflight.forget(key)
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("agent handler: %w", err)
+	}
+	if _, err := c.jobs.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueOwner,
+		UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
+		DeleteFunc: c.enqueueOwner,
+	}); err != nil {
+		return fmt.Errorf("job handler: %w", err)
+	}
+	go c.agents.RunWithContext(ctx)
+	go c.jobs.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), c.agents.HasSynced, c.jobs.HasSynced) {
+		return ctx.Err()
+	}
+	c.synced.Store(true)
+	c.log.Info("agent cache synced", "agents", len(c.agents.GetStore().ListKeys()))
+
+	var wg sync.WaitGroup
+	for i := 0; i < c.opts.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processNext(ctx) {
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.pollLoop(ctx)
+	}()
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	c.synced.Store(false)
+	return nil
+}
+
+func (c *Controller) enqueueOwner(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	job, ok := obj.(*batchv1.Job)
+	if !ok {
+		return
+	}
+	for _, o := range job.OwnerReferences {
+		if o.Kind == "Agent" && o.Controller != nil && *o.Controller {
+			c.queue.Add(job.Namespace + "/" + o.Name)
+		}
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	result, err := c.reconcileKey(ctx, key)
+	c.m.Reconciles.WithLabelValues(result).Inc()
+	if err != nil {
+		c.log.Warn("reconcile failed; retrying with backoff", "agent", key, "error", err)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+// stationLock serialises admissions per Station, so two workers never both
+// take the last slot.
+func (c *Controller) stationLock(key string) *sync.Mutex {
+	l, _ := c.locks.LoadOrStore(key, &sync.Mutex{})
+	return l.(*sync.Mutex)
+}
+
+// cachedRuns returns the cached Agents of a Station.
+func (c *Controller) cachedRuns(namespace, station string) []*agentsv1alpha1.Agent {
+	objs, err := c.agents.GetIndexer().ByIndex(byStation, namespace+"/"+station)
+	if err != nil {
+		return nil
+	}
+	out := make([]*agentsv1alpha1.Agent, 0, len(objs))
+	for _, o := range objs {
+		if a, ok := o.(*agentsv1alpha1.Agent); ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// storeIfNewer puts a into the cache unless the cache holds a newer
+// version: the poll's LIST and our own patch results race with the watch.
+func (c *Controller) storeIfNewer(a *agentsv1alpha1.Agent) {
+	idx := c.agents.GetIndexer()
+	if old, ok, _ := idx.Get(a); ok {
+		if o, ok := old.(*agentsv1alpha1.Agent); ok && rvNewer(o.ResourceVersion, a.ResourceVersion) {
+			return
+		}
+	}
+	_ = idx.Update(a)
+}
+
+// rvNewer reports whether resourceVersion x is newer than y. Versions are
+// opaque in general but etcd-backed servers issue increasing integers; when
+// either is not one, y is taken as newer so fresh reads win.
+func rvNewer(x, y string) bool {
+	xi, err1 := strconv.ParseUint(x, 10, 64)
+	yi, err2 := strconv.ParseUint(y, 10, 64)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return xi > yi
+}
+
+// inflight remembers runs this controller admitted until the cache shows
+// them Running, so admissions are never over-counted or under-counted while
+// the watch catches up.
+type inflight struct {
+	mu        sync.Mutex
+	byStation map[string]map[string]bool
+}
+
+func (f *inflight) add(station, agent string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byStation[station] == nil {
+		f.byStation[station] = map[string]bool{}
+	}
+	f.byStation[station][agent] = true
+}
+
+// count returns how many admitted runs of station, other than exclude, the
+// cache does not yet show as Running, dropping the ones it does.
+func (f *inflight) count(station, exclude string, runs []*agentsv1alpha1.Agent) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	set := f.byStation[station]
+	if len(set) == 0 {
+		return 0
+	}
+	seen := map[string]agentsv1alpha1.AgentPhase{}
+	for _, r := range runs {
+		seen[r.Name] = r.Status.Phase
+	}
+	for name := range set {
+		if phase, ok := seen[name]; !ok || phase != agentsv1alpha1.PhasePending && phase != "" {
+			delete(set, name)
+		}
+	}
+	if set[exclude] {
+		return len(set) - 1
+	}
+	return len(set)
+}
+
+func (f *inflight) forget(key string) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for st, set := range f.byStation {
+		if len(st) > len(ns) && st[:len(ns)+1] == ns+"/" {
+			delete(set, name)
+		}
+	}
+}

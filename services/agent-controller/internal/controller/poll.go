@@ -1,0 +1,63 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+)
+
+// pollLoop is the safety net beside the watch: every PollInterval (with a
+// little jitter) a full paginated LIST refreshes the cache and reconciles
+// every Agent, so one whose watch event was missed is still handled.
+func (c *Controller) pollLoop(ctx context.Context) {
+	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
+		if err := c.poll(ctx); err != nil {
+			n := c.pollFailures.Add(1)
+			c.log.Warn("poll failed", "error", err, "consecutive", n)
+			return
+		}
+		c.pollFailures.Store(0)
+	}, c.opts.PollInterval, 0.1, true)
+}
+
+func (c *Controller) poll(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	counts := map[agentsv1alpha1.AgentPhase]int{}
+	var keys []string
+	opts := metav1.ListOptions{}
+	for {
+		obj, err := c.lw.List(opts)
+		if err != nil {
+			return fmt.Errorf("list Agents: %w", err)
+		}
+		list := obj.(*agentsv1alpha1.AgentList)
+		for i := range list.Items {
+			a := &list.Items[i]
+			phase := a.Status.Phase
+			if phase == "" {
+				phase = agentsv1alpha1.PhasePending
+			}
+			counts[phase]++
+			c.storeIfNewer(a)
+			keys = append(keys, a.Namespace+"/"+a.Name)
+		}
+		if list.Continue == "" {
+			break
+		}
+		opts.Continue = list.Continue
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	c.m.SetPhaseCounts(counts)
+	for _, k := range keys {
+		c.queue.Add(k)
+	}
+	return nil
+}

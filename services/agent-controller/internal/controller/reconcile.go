@@ -1,0 +1,226 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
+)
+
+// Reconcile results, the label of controller_reconciles_total.
+const (
+	resultOK       = "ok"
+	resultConflict = "conflict"
+	resultError    = "error"
+)
+
+// logTailLines bounds how much of the pod log is fetched before capping.
+const logTailLines = 10000
+
+// reconcileKey reconciles one Agent from the cache.
+func (c *Controller) reconcileKey(ctx context.Context, key string) (string, error) {
+	obj, exists, err := c.agents.GetIndexer().GetByKey(key)
+	if err != nil || !exists {
+		return resultOK, nil
+	}
+	cached, ok := obj.(*agentsv1alpha1.Agent)
+	if !ok || cached.Status.Phase.IsTerminal() || cached.DeletionTimestamp != nil {
+		// Terminal → terminal is a no-op: no I/O at all.
+		return resultOK, nil
+	}
+	agent := cached.DeepCopy()
+	snap := reconcile.Snapshot{Agent: agent, Config: c.opts.Reconcile}
+
+	pending := !reconcile.NeedsJob(agent)
+	stationKey := agent.Namespace + "/" + agent.Spec.StationRef
+	if pending {
+		// Admission reads the Station's runs and writes one: serialise it.
+		l := c.stationLock(stationKey)
+		l.Lock()
+		defer l.Unlock()
+		if err := c.readRefs(ctx, &snap); err != nil {
+			return resultError, err
+		}
+		snap.StationRuns = c.cachedRuns(agent.Namespace, agent.Spec.StationRef)
+		snap.InFlight = c.inflight.count(stationKey, agent.Name, snap.StationRuns)
+	} else if err := c.readRun(ctx, &snap); err != nil {
+		return resultError, err
+	}
+	snap.Now = c.opts.Now()
+
+	plan := reconcile.Decide(snap)
+	if plan.Empty() {
+		return resultOK, nil
+	}
+	return c.apply(ctx, agent, snap, plan)
+}
+
+// readRefs fills the Station and AgentDefinition; a missing one stays nil.
+func (c *Controller) readRefs(ctx context.Context, snap *reconcile.Snapshot) error {
+	a := snap.Agent
+	st := &agentsv1alpha1.Station{}
+	err := c.c.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.StationRef}, st)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("get Station %s: %w", a.Spec.StationRef, err)
+	}
+	snap.Station = st
+	def := &agentsv1alpha1.AgentDefinition{}
+	err = c.c.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: st.Spec.AgentDefRef}, def)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("get AgentDefinition %s: %w", st.Spec.AgentDefRef, err)
+	}
+	snap.Definition = def
+	return nil
+}
+
+// readRun fills the Job and, once it finished, the pod outcome. Reading the
+// pod back is best-effort: any failure there still lets the run end.
+func (c *Controller) readRun(ctx context.Context, snap *reconcile.Snapshot) error {
+	a := snap.Agent
+	name := reconcile.JobNameOf(a)
+	job, err := c.kube.BatchV1().Jobs(a.Namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("get Job %s: %w", name, err)
+	}
+	snap.Job = job
+	if !reconcile.JobFinished(job) {
+		return nil
+	}
+	snap.Pod = c.readPod(ctx, job)
+	return nil
+}
+
+func (c *Controller) readPod(ctx context.Context, job *batchv1.Job) reconcile.PodOutcome {
+	pods, err := c.kube.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name})
+	if err != nil || len(pods.Items) == 0 {
+		return reconcile.PodOutcome{}
+	}
+	// With backoffLimit 0 there is one pod; take the newest if not.
+	sort.Slice(pods.Items, func(i, j int) bool {
+		return pods.Items[j].CreationTimestamp.Before(&pods.Items[i].CreationTimestamp)
+	})
+	pod := &pods.Items[0]
+	out := reconcile.PodOutcome{Found: true}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == agentsv1alpha1.AgentContainerName && cs.State.Terminated != nil {
+			out.ExitCode = ptr.To(cs.State.Terminated.ExitCode)
+		}
+	}
+	raw, err := c.kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{
+		Container: agentsv1alpha1.AgentContainerName, TailLines: ptr.To[int64](logTailLines),
+	}).DoRaw(ctx)
+	if err != nil {
+		out.LogErr = errors.New("reading the agent container log failed: " + err.Error())
+		return out
+	}
+	out.Log = string(raw)
+	return out
+}
+
+// apply makes the plan's writes in order. A 409 on the status patch means
+// the write was computed from a stale read: it is dropped, and the watch
+// event of the newer version brings the Agent back with fresh state.
+func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, snap reconcile.Snapshot, plan reconcile.Plan) (string, error) {
+	for _, v := range plan.Preempt {
+		victim := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: agent.Namespace, Name: v.Name}}
+		err := c.c.Delete(ctx, victim, client.Preconditions{ResourceVersion: ptr.To(v.ResourceVersion)}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		switch {
+		case apierrors.IsConflict(err):
+			return resultConflict, nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return resultError, fmt.Errorf("preempt Agent %s: %w", v.Name, err)
+		}
+		c.log.Info("preempted the oldest running run (concurrencyPolicy Replace)", "agent", v.Name, "for", agent.Name, "station", agent.Spec.StationRef)
+	}
+	if plan.CreateJob != nil {
+		_, err := c.kube.BatchV1().Jobs(agent.Namespace).Create(ctx, plan.CreateJob, metav1.CreateOptions{})
+		if apierrors.IsInvalid(err) {
+			snap.Now = c.opts.Now()
+			return c.apply(ctx, agent, snap, reconcile.JobRejected(snap, err))
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return resultError, fmt.Errorf("create Job %s: %w", plan.CreateJob.Name, err)
+		}
+	}
+	if plan.Status != nil {
+		patched := agent.DeepCopy()
+		patched.Status = *plan.Status
+		err := c.c.Status().Patch(ctx, patched, client.MergeFromWithOptions(agent, client.MergeFromWithOptimisticLock{}))
+		switch {
+		case apierrors.IsConflict(err):
+			c.log.Debug("status write was stale; dropped", "agent", agent.Name)
+			return resultConflict, nil
+		case apierrors.IsNotFound(err):
+			return resultOK, nil
+		case err != nil:
+			return resultError, fmt.Errorf("patch status of Agent %s: %w", agent.Name, err)
+		}
+		c.storeIfNewer(patched)
+		if plan.CreateJob != nil {
+			c.inflight.add(agent.Namespace+"/"+agent.Spec.StationRef, agent.Name)
+		}
+		c.log.Info("agent status", "agent", agent.Namespace+"/"+agent.Name, "phase", patched.Status.Phase,
+			"job", patched.Status.JobName, "reason", patched.Status.FailureReason)
+	}
+	c.m.Observe(plan.Outcome)
+	if plan.Outcome.Terminal != "" {
+		// A slot may have freed: let the Station's queued runs try now
+		// rather than at the next poll.
+		for _, r := range c.cachedRuns(agent.Namespace, agent.Spec.StationRef) {
+			if r.Name != agent.Name && !r.Status.Phase.IsTerminal() && r.Status.Phase != agentsv1alpha1.PhaseRunning {
+				c.queue.Add(r.Namespace + "/" + r.Name)
+			}
+		}
+	}
+	if plan.Prune {
+		if err := c.prune(ctx, agent, snap.Station); err != nil {
+			// The run's own result is recorded; pruning is retried on the
+			// next terminal transition of this Station.
+			c.log.Warn("history pruning failed", "station", agent.Spec.StationRef, "error", err)
+		}
+	}
+	return resultOK, nil
+}
+
+// prune deletes the Station's finished Agents beyond its history limits.
+func (c *Controller) prune(ctx context.Context, agent *agentsv1alpha1.Agent, station *agentsv1alpha1.Station) error {
+	if station == nil {
+		station = &agentsv1alpha1.Station{}
+		err := c.c.Get(ctx, types.NamespacedName{Namespace: agent.Namespace, Name: agent.Spec.StationRef}, station)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("get Station: %w", err)
+		}
+	}
+	var errs []error
+	for _, v := range reconcile.PruneVictims(station, c.cachedRuns(agent.Namespace, agent.Spec.StationRef)) {
+		victim := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: agent.Namespace, Name: v.Name}}
+		err := c.c.Delete(ctx, victim, client.Preconditions{ResourceVersion: ptr.To(v.ResourceVersion)}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("delete Agent %s: %w", v.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
