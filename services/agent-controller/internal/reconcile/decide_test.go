@@ -259,7 +259,9 @@ func TestLifecycle(t *testing.T) {
 			a.Spec.ResumeSession = "sess-1"
 			a.Spec.Model = "exec"
 			return realtime(a)
-		}, func(t *testing.T, p Plan) { wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, "exec cannot resume a session") }},
+		}, func(t *testing.T, p Plan) {
+			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, "exec cannot resume a session")
+		}},
 		{"realtime: a valid realtime run gets a Job labelled realtime", func() Snapshot {
 			a := agent("a", "")
 			a.Spec.ResumeSession = "sess-1"
