@@ -289,6 +289,15 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, " | ")
 }
 
+// EtcdURL is the client URL of the control plane's etcd, for tests that
+// act on storage directly (e.g. compaction).
+func (e *Env) EtcdURL() string {
+	if e.env == nil || e.env.ControlPlane.Etcd == nil || e.env.ControlPlane.Etcd.URL == nil {
+		return ""
+	}
+	return e.env.ControlPlane.Etcd.URL.String()
+}
+
 // KubeconfigFor returns a kubeconfig for a new system:masters user, for
 // running kubectl or another process against the control plane.
 func (e *Env) KubeconfigFor(name string) ([]byte, error) {

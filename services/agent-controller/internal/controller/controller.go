@@ -41,6 +41,10 @@ type Options struct {
 	PollInterval time.Duration
 	// PageSize is the LIST page size.
 	PageSize int64
+	// WatchTimeout caps the server-side timeoutSeconds of each watch, after
+	// which the API server ends it and the reflector reconnects from the
+	// last resourceVersion; 0 keeps client-go's 5-10 minutes.
+	WatchTimeout time.Duration
 	// Reconcile configures the decisions.
 	Reconcile reconcile.Config
 	// Now is the clock; time.Now when nil.
@@ -95,7 +99,7 @@ func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts
 		opts.Reconcile.MaxOutputBytes = reconcile.DefaultMaxOutputBytes
 	}
 	ctl := &Controller{c: c, kube: kube, m: m, opts: opts, log: opts.Log, inflight: inflight{byStation: map[string]map[string]bool{}}}
-	ctl.lw = &agentListWatch{c: c, namespace: opts.Namespace, pageSize: opts.PageSize,
+	ctl.lw = &agentListWatch{c: c, namespace: opts.Namespace, pageSize: opts.PageSize, watchTimeout: opts.WatchTimeout,
 		onList: func() { m.Resyncs.Inc() },
 		onWatch: func(reconnect bool) {
 			if reconnect {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,9 +23,12 @@ type agentListWatch struct {
 	c         client.WithWatch
 	namespace string
 	pageSize  int64
-	onList    func()
-	onWatch   func(reconnect bool)
-	watches   atomic.Int64
+	// watchTimeout, when set, caps the server-side timeoutSeconds the
+	// reflector asks for (5-10 minutes by default).
+	watchTimeout time.Duration
+	onList       func()
+	onWatch      func(reconnect bool)
+	watches      atomic.Int64
 }
 
 var _ cache.ListerWatcher = (*agentListWatch)(nil)
@@ -49,6 +53,9 @@ func (lw *agentListWatch) List(opts metav1.ListOptions) (runtime.Object, error) 
 
 // Watch opens a watch from opts.ResourceVersion.
 func (lw *agentListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	if secs := int64(lw.watchTimeout / time.Second); secs > 0 && (opts.TimeoutSeconds == nil || *opts.TimeoutSeconds > secs) {
+		opts.TimeoutSeconds = &secs
+	}
 	n := lw.watches.Add(1)
 	if lw.onWatch != nil {
 		lw.onWatch(n > 1)
