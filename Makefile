@@ -75,6 +75,18 @@ lint: $(GOLANGCI_LINT) $(BUF) ## gofmt, go vet, golangci-lint and buf lint.
 	@for m in $(MODULES); do (cd $$m && go vet ./... && $(GOLANGCI_LINT) run ./...); done
 	cd proto && $(BUF) lint
 
+BENCH_N ?= 1000
+BENCH_OUT ?= $(CACHE)/bench/latest.md
+.PHONY: bench
+bench: kube-binaries ## Run the benchmarks; figures go to $(BENCH_OUT) (copy them into docs/benchmarks.md).
+	@mkdir -p $(dir $(BENCH_OUT)) && : > $(BENCH_OUT)
+	@assets="$$($(KUBESTACK) assets)"; \
+	for m in $(MODULES); do \
+	  (cd $$m && KUBEBUILDER_ASSETS="$$assets" AGENTPLANE_BENCH=1 AGENTPLANE_BENCH_N=$(BENCH_N) AGENTPLANE_BENCH_OUT=$(BENCH_OUT) \
+	    go test -count=1 -timeout 60m -run '^TestBench' -bench . -benchtime 2s ./... | grep -E '^(Benchmark|ok|FAIL|---)' || true); \
+	done
+	@echo; echo "== $(BENCH_OUT)"; cat $(BENCH_OUT)
+
 FUZZTIME ?= 30s
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each.

@@ -30,6 +30,8 @@ func (c *Controller) poll(ctx context.Context) error {
 	defer cancel()
 	counts := map[agentsv1alpha1.AgentPhase]int{}
 	var keys []string
+	listed := map[string]bool{}
+	listRV := ""
 	opts := metav1.ListOptions{}
 	for {
 		obj, err := c.lw.List(opts)
@@ -37,6 +39,9 @@ func (c *Controller) poll(ctx context.Context) error {
 			return fmt.Errorf("list Agents: %w", err)
 		}
 		list := obj.(*agentsv1alpha1.AgentList)
+		if listRV == "" {
+			listRV = list.ResourceVersion
+		}
 		for i := range list.Items {
 			a := &list.Items[i]
 			phase := a.Status.Phase
@@ -46,6 +51,7 @@ func (c *Controller) poll(ctx context.Context) error {
 			counts[phase]++
 			c.storeIfNewer(a)
 			keys = append(keys, a.Namespace+"/"+a.Name)
+			listed[a.Namespace+"/"+a.Name] = true
 		}
 		if list.Continue == "" {
 			break
@@ -55,9 +61,26 @@ func (c *Controller) poll(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	c.evictMissing(listed, listRV)
 	c.m.SetPhaseCounts(counts)
 	for _, k := range keys {
 		c.queue.Add(k)
 	}
 	return nil
+}
+
+// evictMissing drops cached Agents the LIST no longer holds, when the cached
+// copy is older than the LIST: the watch missed their deletion.
+func (c *Controller) evictMissing(listed map[string]bool, listRV string) {
+	idx := c.agents.GetIndexer()
+	for _, obj := range idx.List() {
+		a, ok := obj.(*agentsv1alpha1.Agent)
+		if !ok || listed[a.Namespace+"/"+a.Name] {
+			continue
+		}
+		if rvNewer(listRV, a.ResourceVersion) {
+			_ = idx.Delete(a)
+			c.inflight.forget(a.Namespace + "/" + a.Name)
+		}
+	}
 }

@@ -45,12 +45,15 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 	pending := !reconcile.NeedsJob(agent)
 	stationKey := agent.Namespace + "/" + agent.Spec.StationRef
 	if pending {
-		// Admission reads the Station's runs and writes one: serialise it.
-		l := c.stationLock(stationKey)
-		l.Lock()
-		defer l.Unlock()
 		if err := c.readRefs(ctx, &snap); err != nil {
 			return resultError, err
+		}
+		if snap.Station != nil && snap.Station.Spec.EffectiveMaxConcurrent() > 0 {
+			// Admission under a limit reads the Station's runs and adds
+			// one: serialise it per Station. Unlimited Stations need no lock.
+			l := c.stationLock(stationKey)
+			l.Lock()
+			defer l.Unlock()
 		}
 		snap.StationRuns = c.cachedRuns(agent.Namespace, agent.Spec.StationRef)
 		snap.InFlight = c.inflight.count(stationKey, agent.Name, snap.StationRuns)
@@ -95,6 +98,15 @@ func (c *Controller) readRefs(ctx context.Context, snap *reconcile.Snapshot) err
 func (c *Controller) readRun(ctx context.Context, snap *reconcile.Snapshot) error {
 	a := snap.Agent
 	name := reconcile.JobNameOf(a)
+	if obj, ok, _ := c.jobs.GetIndexer().GetByKey(a.Namespace + "/" + name); ok {
+		// The watched Job is enough while it runs; its finish arrives as an
+		// event. Only a Job missing from the cache is confirmed live, so a
+		// lagging cache is never mistaken for a garbage-collected Job.
+		if cached, ok := obj.(*batchv1.Job); ok && !reconcile.JobFinished(cached) {
+			snap.Job = cached
+			return nil
+		}
+	}
 	job, err := c.kube.BatchV1().Jobs(a.Namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
