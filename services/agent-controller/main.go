@@ -65,7 +65,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client config: %w", err)
 	}
-	rc.QPS, rc.Burst = 200, 400
+	rc.QPS, rc.Burst = float32(cfg.QPS), cfg.Burst
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err

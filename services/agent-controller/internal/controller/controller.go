@@ -64,6 +64,8 @@ type Controller struct {
 	lw       *agentListWatch
 	agents   cache.SharedIndexInformer
 	jobs     cache.SharedIndexInformer
+	stations cache.SharedIndexInformer
+	defs     cache.SharedIndexInformer
 	queue    workqueue.TypedRateLimitingInterface[string]
 	locks    sync.Map // station key → *sync.Mutex
 	inflight inflight
@@ -118,6 +120,10 @@ func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts
 			return kube.BatchV1().Jobs(opts.Namespace).Watch(ctx, o)
 		},
 	}, &batchv1.Job{}, 0, cache.Indexers{})
+	ctl.stations = cache.NewSharedIndexInformer(crListWatch(c, opts.Namespace, func() client.ObjectList { return &agentsv1alpha1.StationList{} }),
+		&agentsv1alpha1.Station{}, 0, cache.Indexers{})
+	ctl.defs = cache.NewSharedIndexInformer(crListWatch(c, opts.Namespace, func() client.ObjectList { return &agentsv1alpha1.AgentDefinitionList{} }),
+		&agentsv1alpha1.AgentDefinition{}, 0, cache.Indexers{})
 	ctl.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "agents"})
 	return ctl
@@ -165,7 +171,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	go c.agents.RunWithContext(ctx)
 	go c.jobs.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), c.agents.HasSynced, c.jobs.HasSynced) {
+	go c.stations.RunWithContext(ctx)
+	go c.defs.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), c.agents.HasSynced, c.jobs.HasSynced, c.stations.HasSynced, c.defs.HasSynced) {
 		return ctx.Err()
 	}
 	c.synced.Store(true)
@@ -322,5 +330,20 @@ func (f *inflight) forget(key string) {
 		if len(st) > len(ns) && st[:len(ns)+1] == ns+"/" {
 			delete(set, name)
 		}
+	}
+}
+
+// crListWatch lists and watches one kind through the controller-runtime
+// client, for the informers of the kinds Agents reference.
+func crListWatch(c client.WithWatch, ns string, newList func() client.ObjectList) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l := newList()
+			err := c.List(ctx, l, &client.ListOptions{Namespace: ns, Raw: &o})
+			return l, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.Watch(ctx, newList(), &client.ListOptions{Namespace: ns, Raw: &o})
+		},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -70,27 +72,43 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 }
 
 // readRefs fills the Station and AgentDefinition; a missing one stays nil.
+// The watched caches answer first; a miss is confirmed with a live read, so
+// an object created a moment ago is never taken for a missing reference.
 func (c *Controller) readRefs(ctx context.Context, snap *reconcile.Snapshot) error {
 	a := snap.Agent
 	st := &agentsv1alpha1.Station{}
-	err := c.c.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.StationRef}, st)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("get Station %s: %w", a.Spec.StationRef, err)
+	found, err := c.cachedOrLive(ctx, c.stations, a.Namespace, a.Spec.StationRef, st)
+	if err != nil || !found {
+		return err
 	}
 	snap.Station = st
 	def := &agentsv1alpha1.AgentDefinition{}
-	err = c.c.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: st.Spec.AgentDefRef}, def)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("get AgentDefinition %s: %w", st.Spec.AgentDefRef, err)
+	found, err = c.cachedOrLive(ctx, c.defs, a.Namespace, st.Spec.AgentDefRef, def)
+	if err != nil || !found {
+		return err
 	}
 	snap.Definition = def
 	return nil
+}
+
+// cachedOrLive reads namespace/name into obj from inf's cache, else from the
+// API server. It reports whether the object exists.
+func (c *Controller) cachedOrLive(ctx context.Context, inf cache.SharedIndexInformer, namespace, name string, obj client.Object) (bool, error) {
+	if cached, ok, _ := inf.GetIndexer().GetByKey(namespace + "/" + name); ok {
+		if src, ok := cached.(client.Object); ok && reflect.TypeOf(src) == reflect.TypeOf(obj) {
+			// Copy: cached objects are shared and must never be mutated.
+			reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(src.DeepCopyObject()).Elem())
+			return true, nil
+		}
+	}
+	err := c.c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("get %T %s: %w", obj, name, err)
+	}
+	return true, nil
 }
 
 // readRun fills the Job and, once it finished, the pod outcome. Reading the

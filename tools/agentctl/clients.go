@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	kubeconfig, context, namespace, natsURL string
+}
+
+// clients are what a command talks to.
+type clients struct {
+	c         client.WithWatch
+	kube      kubernetes.Interface
+	namespace string
+}
+
+func (g *globals) clients() (*clients, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if g.kubeconfig != "" {
+		rules.ExplicitPath = g.kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: g.context})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	ns := g.namespace
+	if ns == "" {
+		if ns, _, err = cc.Namespace(); err != nil || ns == "" {
+			ns = "default"
+		}
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := agentsv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("clientset: %w", err)
+	}
+	return &clients{c: c, kube: kube, namespace: ns}, nil
+}
+
+func (cl *clients) agent(ctx context.Context, name string) (*agentsv1alpha1.Agent, error) {
+	a := &agentsv1alpha1.Agent{}
+	if err := cl.c.Get(ctx, types.NamespacedName{Namespace: cl.namespace, Name: name}, a); err != nil {
+		return nil, fmt.Errorf("get Agent %s/%s: %w", cl.namespace, name, err)
+	}
+	return a, nil
+}
+
+// jetStream connects to NATS quickly or not at all: a missing NATS means
+// falling back to the Agent's status, not a hang.
+func (g *globals) jetStream() (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := nats.Connect(g.natsURL, nats.Timeout(2*time.Second), nats.Name("agentctl"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to NATS at %s: %w", g.natsURL, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("JetStream: %w", err)
+	}
+	return nc, js, nil
+}
