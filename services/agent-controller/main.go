@@ -86,7 +86,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		Namespace: cfg.Namespace, Workers: cfg.Workers, PollInterval: cfg.PollInterval, PageSize: cfg.PageSize, Log: log,
 		Reconcile: reconcile.Config{
 			MaxOutputBytes: cfg.MaxOutputBytes, RealtimeEnabled: cfg.RealtimeEnabled,
-			Job: jobbuild.Config{SupervisorImage: cfg.SupervisorImage, SupervisorPath: cfg.SupervisorPath},
+			Job: jobbuild.Config{SupervisorImage: cfg.SupervisorImage, SupervisorPath: cfg.SupervisorPath, NATSURL: cfg.NATSURL},
 		},
 	}
 	state := &leader.State{}

@@ -30,6 +30,7 @@ type Config struct {
 	RetryPeriod     time.Duration
 	RealtimeEnabled bool
 	LogLevel        string
+	NATSURL         string
 	QPS             float64
 	Burst           int
 }
@@ -61,6 +62,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.DurationVar(&c.RenewDeadline, "renew-deadline", 10*time.Second, "how long the leader retries renewing before it steps down")
 	fs.DurationVar(&c.RetryPeriod, "retry-period", 5*time.Second, "how often the Lease is renewed or contended")
 	fs.BoolVar(&c.RealtimeEnabled, "realtime-enabled", env("REALTIME_ENABLED", "false") == "true", "accept execution: realtime (env REALTIME_ENABLED)")
+	fs.StringVar(&c.NATSURL, "nats-url", getenv("NATS_URL"), "NATS server run pods publish their events to, as AGENT_NATS_URL; none when empty (env NATS_URL)")
 	fs.Float64Var(&c.QPS, "kube-api-qps", 500, "client-side rate limit of requests to the API server, per second")
 	fs.IntVar(&c.Burst, "kube-api-burst", 1000, "client-side burst of requests to the API server")
 	fs.StringVar(&c.LogLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")

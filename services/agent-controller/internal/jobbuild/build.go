@@ -44,6 +44,9 @@ type Config struct {
 	// SupervisorPath is the supervisor binary inside that image; the init
 	// container runs "<path> init", which copies the bundle to /agent.
 	SupervisorPath string
+	// NATSURL, when set, is where run pods publish their events
+	// (AGENT_NATS_URL); empty leaves NATS out of the run.
+	NATSURL string
 }
 
 // Input is everything one Job is built from.

@@ -51,7 +51,7 @@ func input() Input {
 			},
 		},
 		Model:  "claude-opus-5-5",
-		Config: Config{SupervisorImage: "agentplane/supervisor:dev", SupervisorPath: "/supervisor"},
+		Config: Config{SupervisorImage: "agentplane/supervisor:dev", SupervisorPath: "/supervisor", NATSURL: "nats://nats:4222"},
 	}
 }
 
@@ -103,6 +103,7 @@ func TestJobRules(t *testing.T) {
 		{"the deadline reaches the supervisor 10 s early", env["AGENT_DEADLINE_MS"].Value == "1790000"},
 		{"the run identity is in the env", env["AGENT_NAME"].Value == "fix-42" && env["STATION_NAME"].Value == "st" && env["TASK_ID"].Value == "T-1" && env["AGENT_MODEL"].Value == "claude-opus-5-5"},
 		{"the pod name comes from the downward API", env["POD_NAME"].ValueFrom.FieldRef.FieldPath == "metadata.name"},
+		{"the run publishes to the controller's NATS", env["AGENT_NATS_URL"].Value == "nats://nats:4222"},
 		{"parameters are passed as JSON", env["AGENT_PARAMETERS"].Value == `{"issue":"42"}`},
 		{"the agent runs as non-root without privilege escalation", *agent.SecurityContext.RunAsNonRoot && *agent.SecurityContext.RunAsUser == 1000 && !*agent.SecurityContext.AllowPrivilegeEscalation},
 		{"default resources are set where none are", agent.Resources.Requests.Cpu().String() == "100m" && agent.Resources.Limits.Memory().String() == "2Gi"},

@@ -23,7 +23,7 @@ var Reserved = map[string]bool{
 	"AGENT_PARAMETERS": true, "TARGET_REPO": true, "BRANCH_NAME": true, "AGENT_MODEL": true,
 	"AGENT_NAME": true, "STATION_NAME": true, "TASK_ID": true, "POD_NAME": true, "POD_NAMESPACE": true,
 	"AGENT_DEADLINE_MS": true, "HOME": true, "PATH": true, runspec.EnvName: true,
-	"AGENT_NAMESPACE": true, "AGENT_UID": true, "AGENT_EXECUTION": true,
+	"AGENT_NAMESPACE": true, "AGENT_UID": true, "AGENT_EXECUTION": true, "AGENT_NATS_URL": true,
 }
 
 // HeaderEnvName is the env var an MCP server's headers_secret is exposed
@@ -154,6 +154,9 @@ func runEnv(in Input, spec string) []corev1.EnvVar {
 	e.literal("TASK_ID", in.Agent.Spec.TaskID)
 	e.literal("AGENT_EXECUTION", string(def.EffectiveExecution()))
 	e.literal(runspec.EnvName, spec)
+	if in.Config.NATSURL != "" {
+		e.literal("AGENT_NATS_URL", in.Config.NATSURL)
+	}
 	e.add(corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}})
 	e.add(corev1.EnvVar{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}})
 	for _, kv := range in.ExtraEnv {
