@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env, testenv.Options{})) }
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+func httpGet(url string) (int, string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestRunWiring starts the whole binary's manager: it takes the Lease,
+// serves /readyz and /metrics, reconciles, and on cancellation (SIGTERM)
+// stops cleanly and releases the Lease for a standby.
+func TestRunWiring(t *testing.T) {
+	ns := env.Namespace(t)
+	cfg, err := parseConfig(newFlagSet(), []string{
+		"--metrics-bind-address=" + freeAddr(t), "--health-probe-bind-address=" + freeAddr(t),
+		"--leader-election-namespace=" + ns, "--leader-election-id=omnia-test", "--graceful-shutdown-timeout=5s",
+	}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.LogLevel = slog.LevelWarn
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, env.Config) }()
+	defer cancel()
+
+	eventually(t, "readyz", func() error {
+		code, body, err := httpGet("http://" + cfg.ProbeAddr + "/readyz")
+		if err != nil || code != http.StatusOK {
+			return fmt.Errorf("%d %s %v", code, body, err)
+		}
+		return nil
+	})
+	p := &omniav1.PromptPack{ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: ns}, Spec: omniav1.PromptPackSpec{PackName: "dev", Version: "0.1.0",
+		Source: omniav1.PromptPackSource{Type: omniav1.SourceTypeLive, Live: &omniav1.LivePromptSource{URL: "http://127.0.0.1:1/pack.json"}}}}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "PromptPack Active", func() error {
+		got := &omniav1.PromptPack{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "live"}, got); err != nil {
+			return err
+		}
+		if got.Status.Phase != omniav1.PromptPackPhaseActive {
+			return fmt.Errorf("phase %q", got.Status.Phase)
+		}
+		return nil
+	})
+	lease := &coordinationv1.Lease{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "omnia-test"}, lease); err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		t.Fatalf("lease %+v %v", lease.Spec, err)
+	}
+	code, body, err := httpGet("http://" + cfg.MetricsAddr + "/metrics")
+	if err != nil || code != http.StatusOK || !strings.Contains(body, `controller_runtime_reconcile_total{controller="promptpack"`) {
+		t.Fatalf("metrics: %d %v", code, err)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("run did not return after cancellation")
+	}
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "omnia-test"}, lease); err != nil {
+		t.Fatal(err)
+	}
+	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
+		t.Fatalf("lease still held by %q after shutdown", *lease.Spec.HolderIdentity)
+	}
+}

@@ -1,0 +1,371 @@
+package agentruntime
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "agentruntime"
+
+// Reconciler reconciles AgentRuntimes.
+type Reconciler struct {
+	// Client reads through the manager's cache (with the index package's
+	// field indexes) and writes to the API server.
+	Client client.Client
+	// Recorder emits Warning events.
+	Recorder events.EventRecorder
+	// Config is what the operator adds to every agent.
+	Config Config
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Reconcile resolves one agent's inputs and, once all are usable, writes
+// its Deployment, Service and HPA. Timers (rollout steps and analysis,
+// OIDC key refresh, the idle deadline) will return their RequeueAfter from
+// here when those features land; today success is never requeued.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	a := &omniav1.AgentRuntime{}
+	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if a.DeletionTimestamp != nil {
+		// Owned objects go with the agent through their owner references.
+		return reconcile.Result{}, r.setFinalizer(ctx, a, false)
+	}
+	if err := r.setFinalizer(ctx, a, true); err != nil {
+		return reconcile.Result{}, err
+	}
+	in, err := r.inputs(ctx, a)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	st := a.Status.DeepCopy()
+	st.ObservedGeneration = a.Generation
+	t := metav1.NewTime(now().Truncate(time.Second))
+	res := Resolve(in, &st.Conditions, t)
+	for _, e := range res.Events {
+		kubeutil.Emit(r.Recorder, a, "Resolve", []kubeutil.Event{{Type: corev1.EventTypeWarning, Reason: e.Reason, Message: e.Message}})
+	}
+	if !res.Usable {
+		// Build nothing from a half-resolved spec; an existing Deployment
+		// keeps serving what it was built from.
+		st.Phase = res.Phase
+		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionReady, metav1.ConditionFalse, omniav1.ReasonRuntimeNotReady, "waiting for the agent's inputs")
+		if err := r.writeStatus(ctx, a, st); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, res.Retry
+	}
+
+	image, err := RuntimeImage(a, r.Config)
+	if err != nil {
+		// A spec or operator configuration problem: a retry reads the same
+		// and fails the same, so wait for an edit.
+		msg := err.Error()
+		if kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionFrameworkReady, metav1.ConditionFalse, omniav1.ReasonFrameworkImageUnavailable, msg) {
+			kubeutil.Emit(r.Recorder, a, "Resolve", []kubeutil.Event{{Type: corev1.EventTypeWarning, Reason: omniav1.EventFrameworkImageUnavailable, Message: msg}})
+		}
+		st.Phase = omniav1.AgentRuntimePhasePending
+		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionReady, metav1.ConditionFalse, omniav1.ReasonRuntimeNotReady, "no runtime image")
+		return reconcile.Result{}, r.writeStatus(ctx, a, st)
+	}
+	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionFrameworkReady, metav1.ConditionTrue, omniav1.ReasonFrameworkImageResolved, image)
+
+	dep, err := r.applyDeployment(ctx, a, BuildDeployment(in, res, r.Config, image))
+	if err != nil {
+		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionDeploymentReady, metav1.ConditionFalse, omniav1.ReasonDeploymentFailed, err.Error())
+		st.Phase = omniav1.AgentRuntimePhaseFailed
+		return reconcile.Result{}, joinStatus(err, r.writeStatus(ctx, a, st))
+	}
+	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionDeploymentReady, metav1.ConditionTrue, omniav1.ReasonDeploymentCreated, "Deployment "+dep.Name)
+	svc := BuildService(a)
+	if err := r.applyService(ctx, a, svc); err != nil {
+		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionServiceReady, metav1.ConditionFalse, omniav1.ReasonServiceFailed, err.Error())
+		st.Phase = omniav1.AgentRuntimePhaseFailed
+		return reconcile.Result{}, joinStatus(err, r.writeStatus(ctx, a, st))
+	}
+	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionServiceReady, metav1.ConditionTrue, omniav1.ReasonServiceCreated, "Service "+svc.Name)
+	st.ServiceEndpoint = fmt.Sprintf("%s.%s.svc.cluster.local:%d", a.Name, a.Namespace, primaryPort(a))
+	if err := r.autoscaling(ctx, a, st, t); err != nil {
+		return reconcile.Result{}, err
+	}
+
+	st.ActiveVersion = ptr(res.Pack.Spec.Version)
+	desired := int32(0)
+	if dep.Spec.Replicas != nil {
+		desired = *dep.Spec.Replicas
+	}
+	st.Replicas = &omniav1.ReplicaStatus{Desired: desired, Ready: dep.Status.ReadyReplicas, Available: dep.Status.AvailableReplicas}
+	if dep.Status.ReadyReplicas > 0 {
+		st.Phase = omniav1.AgentRuntimePhaseRunning
+		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionReady, metav1.ConditionTrue, omniav1.ReasonRuntimeReady,
+			fmt.Sprintf("%d of %d replica(s) ready", dep.Status.ReadyReplicas, desired))
+	} else {
+		st.Phase = omniav1.AgentRuntimePhasePending
+		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionReady, metav1.ConditionFalse, omniav1.ReasonRuntimeNotReady, "no replica is ready yet")
+	}
+	return reconcile.Result{}, r.writeStatus(ctx, a, st)
+}
+
+func joinStatus(err, statusErr error) error {
+	if statusErr != nil {
+		return fmt.Errorf("%w (and writing status: %v)", err, statusErr)
+	}
+	return err
+}
+
+func (r *Reconciler) setFinalizer(ctx context.Context, a *omniav1.AgentRuntime, want bool) error {
+	if controllerutil.ContainsFinalizer(a, omniav1.AgentRuntimeFinalizer) == want {
+		return nil
+	}
+	patch := client.MergeFrom(a.DeepCopy())
+	if want {
+		controllerutil.AddFinalizer(a, omniav1.AgentRuntimeFinalizer)
+	} else {
+		controllerutil.RemoveFinalizer(a, omniav1.AgentRuntimeFinalizer)
+	}
+	if err := r.Client.Patch(ctx, a, patch); err != nil {
+		return fmt.Errorf("update finalizer of AgentRuntime %s/%s: %w", a.Namespace, a.Name, client.IgnoreNotFound(err))
+	}
+	return nil
+}
+
+// inputs reads every referenced object. Only API failures are errors here;
+// what is missing is judged by Resolve.
+func (r *Reconciler) inputs(ctx context.Context, a *omniav1.AgentRuntime) (Inputs, error) {
+	in := Inputs{Agent: a, Providers: map[string]*omniav1.Provider{}, Secrets: map[string]*corev1.Secret{}}
+	var packs omniav1.PromptPackList
+	if err := r.Client.List(ctx, &packs, client.InNamespace(a.Namespace), client.MatchingFields{index.PackName: a.Spec.PromptPackRef.Name}); err != nil {
+		return in, fmt.Errorf("list PromptPacks %s/%s: %w", a.Namespace, a.Spec.PromptPackRef.Name, err)
+	}
+	in.Packs = packs.Items
+	if ref := a.Spec.ToolRegistryRef; ref != nil && (ref.Namespace == nil || *ref.Namespace == "" || *ref.Namespace == a.Namespace) {
+		tr := &omniav1.ToolRegistry{}
+		if found, err := r.get(ctx, a.Namespace, ref.Name, tr); err != nil {
+			return in, err
+		} else if found {
+			in.Registry = tr
+		}
+	}
+	for _, e := range a.Spec.Providers {
+		if e.ProviderRef.Namespace != nil && *e.ProviderRef.Namespace != "" && *e.ProviderRef.Namespace != a.Namespace {
+			continue // refused by Resolve; never read across namespaces
+		}
+		p := &omniav1.Provider{}
+		found, err := r.get(ctx, a.Namespace, e.ProviderRef.Name, p)
+		if err != nil {
+			return in, err
+		}
+		key := ProviderKey(a, e.ProviderRef)
+		if !found {
+			in.Providers[key] = nil
+			continue
+		}
+		in.Providers[key] = p
+		if c := p.Spec.Credential; c != nil && c.SecretRef != nil {
+			s := &corev1.Secret{}
+			if found, err := r.get(ctx, a.Namespace, c.SecretRef.Name, s); err != nil {
+				return in, err
+			} else if found {
+				in.Secrets[c.SecretRef.Name] = s
+			}
+		}
+	}
+	return in, nil
+}
+
+func (r *Reconciler) get(ctx context.Context, ns, name string, obj client.Object) (bool, error) {
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("get %T %s/%s: %w", obj, ns, name, err)
+}
+
+func (r *Reconciler) writeStatus(ctx context.Context, a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus) error {
+	if equality.Semantic.DeepEqual(a.Status, *st) {
+		return nil
+	}
+	a.Status = *st
+	if err := r.Client.Status().Update(ctx, a); kubeutil.IgnoreConflict(err) != nil {
+		return fmt.Errorf("write status of AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
+	}
+	return nil
+}
+
+// stamp sets the owner reference and the applied-hash annotation of a
+// desired object and returns the hash.
+func (r *Reconciler) stamp(a *omniav1.AgentRuntime, obj client.Object, spec any) (string, error) {
+	if err := controllerutil.SetControllerReference(a, obj, r.Client.Scheme()); err != nil {
+		return "", fmt.Errorf("own %T: %w", obj, err)
+	}
+	h := AppliedHash(struct {
+		Labels map[string]string
+		Spec   any
+	}{obj.GetLabels(), spec})
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[AnnotationAppliedHash] = h
+	obj.SetAnnotations(ann)
+	return h, nil
+}
+
+// applyDeployment creates the Deployment or, when the desired state's hash
+// differs from the one last applied, replaces the fields the controller
+// owns. An unchanged desired state is not written at all, so the pod
+// template (and its hash) is touched only when an input changed.
+func (r *Reconciler) applyDeployment(ctx context.Context, a *omniav1.AgentRuntime, want *appsv1.Deployment) (*appsv1.Deployment, error) {
+	h, err := r.stamp(a, want, want.Spec)
+	if err != nil {
+		return nil, err
+	}
+	live := &appsv1.Deployment{}
+	found, err := r.get(ctx, want.Namespace, want.Name, live)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		if err := r.Client.Create(ctx, want); err != nil {
+			return nil, fmt.Errorf("create Deployment %s/%s: %w", want.Namespace, want.Name, err)
+		}
+		return want, nil
+	}
+	if !metav1.IsControlledBy(live, a) {
+		return nil, notOwned(live)
+	}
+	if live.Annotations[AnnotationAppliedHash] == h {
+		return live, nil
+	}
+	live.Labels = mergeMap(live.Labels, want.Labels)
+	live.Annotations = mergeMap(live.Annotations, want.Annotations)
+	live.OwnerReferences = want.OwnerReferences
+	live.Spec.Template = want.Spec.Template
+	if want.Spec.Replicas != nil {
+		live.Spec.Replicas = want.Spec.Replicas // otherwise the autoscaler's count stands
+	}
+	if err := r.Client.Update(ctx, live); err != nil {
+		return nil, fmt.Errorf("update Deployment %s/%s: %w", live.Namespace, live.Name, err)
+	}
+	return live, nil
+}
+
+func (r *Reconciler) applyService(ctx context.Context, a *omniav1.AgentRuntime, want *corev1.Service) error {
+	h, err := r.stamp(a, want, want.Spec)
+	if err != nil {
+		return err
+	}
+	live := &corev1.Service{}
+	found, err := r.get(ctx, want.Namespace, want.Name, live)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		if err := r.Client.Create(ctx, want); err != nil {
+			return fmt.Errorf("create Service %s/%s: %w", want.Namespace, want.Name, err)
+		}
+		return nil
+	case !metav1.IsControlledBy(live, a):
+		return notOwned(live)
+	case live.Annotations[AnnotationAppliedHash] == h:
+		return nil
+	}
+	live.Labels = mergeMap(live.Labels, want.Labels)
+	live.Annotations = mergeMap(live.Annotations, want.Annotations)
+	live.OwnerReferences = want.OwnerReferences
+	live.Spec.Ports, live.Spec.Selector, live.Spec.Type = want.Spec.Ports, want.Spec.Selector, want.Spec.Type
+	if err := r.Client.Update(ctx, live); err != nil {
+		return fmt.Errorf("update Service %s/%s: %w", live.Namespace, live.Name, err)
+	}
+	return nil
+}
+
+// autoscaling writes or removes the HPA and sets AutoscalingReady.
+func (r *Reconciler) autoscaling(ctx context.Context, a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus, t metav1.Time) error {
+	set := func(status metav1.ConditionStatus, reason, msg string) {
+		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionAutoscalingReady, status, reason, msg)
+	}
+	want := BuildHPA(a)
+	live := &autoscalingv2.HorizontalPodAutoscaler{}
+	found, err := r.get(ctx, a.Namespace, a.Name, live)
+	if err != nil {
+		return err
+	}
+	if want == nil {
+		if found && metav1.IsControlledBy(live, a) {
+			if err := r.Client.Delete(ctx, live); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("delete HorizontalPodAutoscaler %s/%s: %w", a.Namespace, a.Name, err)
+			}
+		}
+		if autoscaled(a) {
+			set(metav1.ConditionFalse, omniav1.ReasonKEDANotInstalled, "autoscaling type keda is not supported by this operator")
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, omniav1.ConditionAutoscalingReady)
+		}
+		return nil
+	}
+	h, err := r.stamp(a, want, want.Spec)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !found:
+		err = r.Client.Create(ctx, want)
+	case live.Annotations[AnnotationAppliedHash] != h:
+		live.Labels = mergeMap(live.Labels, want.Labels)
+		live.Annotations = mergeMap(live.Annotations, want.Annotations)
+		live.OwnerReferences = want.OwnerReferences
+		live.Spec = want.Spec
+		err = r.Client.Update(ctx, live)
+	}
+	if err != nil {
+		set(metav1.ConditionFalse, omniav1.ReasonAutoscalingError, err.Error())
+		return fmt.Errorf("write HorizontalPodAutoscaler %s/%s: %w", a.Namespace, a.Name, err)
+	}
+	set(metav1.ConditionTrue, omniav1.ReasonScaling, fmt.Sprintf("HorizontalPodAutoscaler %s scales %d to %d replicas", a.Name, *want.Spec.MinReplicas, want.Spec.MaxReplicas))
+	return nil
+}
+
+// notOwned refuses to take over an object of the same name that someone
+// else created: overwriting it could break whatever owns it.
+func notOwned(obj client.Object) error {
+	return fmt.Errorf("%T %s/%s exists and is not controlled by this AgentRuntime", obj, obj.GetNamespace(), obj.GetName())
+}
+
+func mergeMap(dst, src map[string]string) map[string]string {
+	if dst == nil {
+		dst = map[string]string{}
+	}
+	for k, v := range src {
+		dst[k] = v
+	}
+	return dst
+}

@@ -1,0 +1,155 @@
+package agentruntime
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/promptpack"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/provider"
+)
+
+const wait = 30 * time.Second
+
+const validPack = `{"id":"support","name":"Support","version":"1.0.0",
+ "template_engine":{"version":"v1","syntax":"{{variable}}"},
+ "prompts":{"default":{"id":"default","name":"Default","version":"1.0.0","system_template":"You help."}}}`
+
+var testConfig = Config{RuntimeImage: "agentplane/stand-in-runtime:test", RuntimeCommand: []string{"/runtime"}}
+
+// startAll runs the PromptPack, Provider and AgentRuntime controllers
+// together, as the binary does, counting AgentRuntime passes.
+func startAll(t *testing.T) *ctrltest.Counter {
+	t.Helper()
+	v, err := promptpack.NewSchemaValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := &ctrltest.Counter{}
+	ctrltest.StartManager(t, env,
+		func(mgr ctrl.Manager) error {
+			return (&promptpack.Reconciler{Client: mgr.GetClient(), Validator: v}).SetupWithManager(mgr, nil)
+		},
+		func(mgr ctrl.Manager) error {
+			return (&provider.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, nil)
+		},
+		func(mgr ctrl.Manager) error {
+			r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("agentruntime-controller"), Config: testConfig}
+			counter.Inner = r
+			return r.SetupWithManager(mgr, counter)
+		})
+	return counter
+}
+
+func mustCreate(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := env.Client.Create(context.Background(), o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// packObjects returns a ConfigMap and a PromptPack version of "support".
+func packObjects(ns, name, version, content string) (*corev1.ConfigMap, *omniav1.PromptPack) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{omniav1.PackJSONKey: content}}
+	p := &omniav1.PromptPack{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: omniav1.PromptPackSpec{
+		PackName: "support", Version: version,
+		Source: omniav1.PromptPackSource{Type: omniav1.SourceTypeConfigMap, ConfigMapRef: &omniav1.LocalObjectReference{Name: name}}}}
+	return cm, p
+}
+
+func mockProvider(ns, name string, caps ...omniav1.ProviderCapability) *omniav1.Provider {
+	return &omniav1.Provider{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: omniav1.ProviderSpec{Type: omniav1.ProviderTypeMock, Capabilities: caps}}
+}
+
+func newAgent(ns, name string, mut func(*omniav1.AgentRuntime)) *omniav1.AgentRuntime {
+	a := &omniav1.AgentRuntime{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: omniav1.AgentRuntimeSpec{
+		PromptPackRef: omniav1.PromptPackRef{Name: "support"},
+		Facades:       []omniav1.FacadeConfig{{Type: omniav1.FacadeTypeWebSocket}},
+		Providers:     []omniav1.NamedProviderRef{{Name: "default", ProviderRef: omniav1.ProviderRef{Name: "llm"}}},
+	}}
+	if mut != nil {
+		mut(a)
+	}
+	return a
+}
+
+func getAgent(ns, name string) (*omniav1.AgentRuntime, error) {
+	a := &omniav1.AgentRuntime{}
+	return a, env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, a)
+}
+
+func agentIs(ns, name string, phase omniav1.AgentRuntimePhase, condType, reason string) func() error {
+	return func() error {
+		a, err := getAgent(ns, name)
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(a.Status.Conditions, condType)
+		if a.Status.Phase != phase || c == nil || c.Reason != reason {
+			return fmt.Errorf("phase %q %s=%+v; want %q %s", a.Status.Phase, condType, c, phase, reason)
+		}
+		return nil
+	}
+}
+
+func replicaSets(t *testing.T, ns, agent string) []appsv1.ReplicaSet {
+	t.Helper()
+	var rss appsv1.ReplicaSetList
+	if err := env.Client.List(context.Background(), &rss, client.InNamespace(ns), client.MatchingLabels{LabelInstance: agent}); err != nil {
+		t.Fatal(err)
+	}
+	return rss.Items
+}
+
+func pods(t *testing.T, ns, agent string) []corev1.Pod {
+	t.Helper()
+	var ps corev1.PodList
+	if err := env.Client.List(context.Background(), &ps, client.InNamespace(ns), client.MatchingLabels{LabelInstance: agent}); err != nil {
+		t.Fatal(err)
+	}
+	return ps.Items
+}
+
+// markPodsReady plays the kubelet: no kubelet runs in this control plane
+// yet (tools/localnode will), so the test writes the agent pods' status
+// through the API as a kubelet would once their containers pass the
+// readiness probe. The ReplicaSet and Deployment controllers then count
+// them ready as they would in a cluster.
+func markPodsReady(t *testing.T, ns, agent string) {
+	t.Helper()
+	ctrltest.Eventually(t, wait, func() error {
+		ps := pods(t, ns, agent)
+		if len(ps) == 0 {
+			return fmt.Errorf("no pods for %s yet", agent)
+		}
+		now := metav1.Now()
+		for i := range ps {
+			p := &ps[i]
+			p.Status.Phase = corev1.PodRunning
+			p.Status.PodIP, p.Status.HostIP = "127.0.0.1", "127.0.0.1"
+			p.Status.StartTime = &now
+			p.Status.Conditions = []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			}
+			if err := env.Client.Status().Update(context.Background(), p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,82 @@
+package agentruntime
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
+)
+
+// TestRegistrySecretAndOwnedWatches: a ToolRegistry created later is
+// picked up through the registry index; rotating the Provider's credential
+// Secret rolls the pods (new ReplicaSet) through the Secret → Provider →
+// agent mapping; a deleted Service, an owned object, is recreated.
+func TestRegistrySecretAndOwnedWatches(t *testing.T) {
+	ns := env.Namespace(t)
+	startAll(t)
+	ctx := context.Background()
+	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "llm-key", Namespace: ns,
+		Labels: map[string]string{omniav1.LabelType: omniav1.LabelTypeCredentials}}, Data: map[string][]byte{"api-key": []byte("k1")}}
+	prov := mockProvider(ns, "llm")
+	prov.Spec.Credential = &omniav1.CredentialConfig{SecretRef: &omniav1.SecretKeyRef{Name: "llm-key"}}
+	mustCreate(t, cm, pack, sec, prov, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+		a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "tools"}
+	}))
+	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhasePending, omniav1.ConditionToolRegistryReady, omniav1.ReasonToolRegistryNotFound))
+	ctrltest.Eventually(t, wait, func() error {
+		if n := len(replicaSets(t, ns, "agent")); n != 1 {
+			return fmt.Errorf("%d ReplicaSets", n)
+		}
+		return nil
+	})
+
+	tr := &omniav1.ToolRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tools", Namespace: ns}, Spec: omniav1.ToolRegistrySpec{Handlers: []omniav1.HandlerDefinition{{
+		Name: "ask", Type: omniav1.HandlerTypeClient, Tool: &omniav1.ToolDefinition{Name: "ask", Description: "ask the user",
+			InputSchema: apiextensionsv1.JSON{Raw: []byte(`{"type":"object"}`)}}}}}}
+	mustCreate(t, tr)
+	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhasePending, omniav1.ConditionToolRegistryReady, omniav1.ReasonToolRegistryFound))
+	ctrltest.Eventually(t, wait, func() error { // the registry is a pod input
+		if n := len(replicaSets(t, ns, "agent")); n != 2 {
+			return fmt.Errorf("%d ReplicaSets after the registry appeared, want 2", n)
+		}
+		return nil
+	})
+
+	sec.Data["api-key"] = []byte("k2")
+	if err := env.Client.Update(ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		if n := len(replicaSets(t, ns, "agent")); n != 3 {
+			return fmt.Errorf("%d ReplicaSets after the key rotated, want 3", n)
+		}
+		return nil
+	})
+
+	svc := &corev1.Service{}
+	key := types.NamespacedName{Namespace: ns, Name: "agent"}
+	if err := env.Client.Get(ctx, key, svc); err != nil {
+		t.Fatal(err)
+	}
+	old := svc.UID
+	if err := env.Client.Delete(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		if err := env.Client.Get(ctx, key, svc); err != nil {
+			return err
+		}
+		if svc.UID == old {
+			return fmt.Errorf("old Service still there")
+		}
+		return nil
+	})
+}

@@ -1,0 +1,140 @@
+// Package index registers the cache field indexes the controllers of this
+// module share. Each index is registered once per manager (controller-runtime
+// refuses a second registration of the same field), so main and the tests
+// call Setup before wiring any controller.
+package index
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+)
+
+// Field index names. Values of namespaced objects are matched within the
+// namespace given to List (controller-runtime keys them by namespace).
+const (
+	// PackName indexes PromptPacks by spec.packName, so sibling versions
+	// are found without a namespace scan and without waiting for the
+	// controller to stamp the pack label.
+	PackName = "spec.packName"
+	// ConfigMapRef indexes PromptPacks by spec.source.configMapRef.name.
+	ConfigMapRef = "spec.source.configMapRef.name"
+	// AgentPromptPack indexes AgentRuntimes by spec.promptPackRef.name (a
+	// pack name, not an object name).
+	AgentPromptPack = "spec.promptPackRef.name"
+	// AgentToolRegistry indexes AgentRuntimes by "<ns>/<name>" of
+	// spec.toolRegistryRef, cross-namespace references included so their
+	// registries still map back to them.
+	AgentToolRegistry = "spec.toolRegistryRef"
+	// AgentProvider indexes AgentRuntimes by "<ns>/<name>" of every
+	// spec.providers[].providerRef.
+	AgentProvider = "spec.providers.providerRef"
+	// ProviderSecret indexes Providers by the Secrets they read
+	// (credential.secretRef and auth.credentialsSecretRef).
+	ProviderSecret = "spec.secretRefs"
+	// ToolPolicyRegistry indexes ToolPolicies by spec.selector.registry.
+	ToolPolicyRegistry = "spec.selector.registry"
+	// RegistrySandboxClass indexes ToolRegistries by the SandboxClasses
+	// their handlers name.
+	RegistrySandboxClass = "spec.handlers.sandbox.className"
+	// RegistryConnection indexes ToolRegistries by the Connections their
+	// handlers name.
+	RegistryConnection = "spec.handlers.sandbox.connectionRefs"
+)
+
+// Key joins a namespace and a name the way the cross-namespace indexes
+// store them.
+func Key(namespace, name string) string { return namespace + "/" + name }
+
+// Setup registers every index on the manager's cache.
+func Setup(ctx context.Context, mgr manager.Manager) error {
+	fi := mgr.GetFieldIndexer()
+	for _, ix := range []struct {
+		obj   client.Object
+		field string
+		fn    client.IndexerFunc
+	}{
+		{&omniav1.PromptPack{}, PackName, func(o client.Object) []string {
+			return []string{o.(*omniav1.PromptPack).Spec.PackName}
+		}},
+		{&omniav1.PromptPack{}, ConfigMapRef, func(o client.Object) []string {
+			if r := o.(*omniav1.PromptPack).Spec.Source.ConfigMapRef; r != nil {
+				return []string{r.Name}
+			}
+			return nil
+		}},
+		{&omniav1.AgentRuntime{}, AgentPromptPack, func(o client.Object) []string {
+			return []string{o.(*omniav1.AgentRuntime).Spec.PromptPackRef.Name}
+		}},
+		{&omniav1.AgentRuntime{}, AgentToolRegistry, agentToolRegistry},
+		{&omniav1.AgentRuntime{}, AgentProvider, agentProviders},
+		{&omniav1.Provider{}, ProviderSecret, providerSecrets},
+		{&omniav1.ToolPolicy{}, ToolPolicyRegistry, func(o client.Object) []string {
+			return []string{o.(*omniav1.ToolPolicy).Spec.Selector.Registry}
+		}},
+		{&omniav1.ToolRegistry{}, RegistrySandboxClass, func(o client.Object) []string {
+			return o.(*omniav1.ToolRegistry).Spec.SandboxClassNames()
+		}},
+		{&omniav1.ToolRegistry{}, RegistryConnection, func(o client.Object) []string {
+			return o.(*omniav1.ToolRegistry).Spec.ConnectionNames()
+		}},
+	} {
+		if err := fi.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
+			return fmt.Errorf("index %T by %s: %w", ix.obj, ix.field, err)
+		}
+	}
+	return nil
+}
+
+func agentToolRegistry(o client.Object) []string {
+	ar := o.(*omniav1.AgentRuntime)
+	ref := ar.Spec.ToolRegistryRef
+	if ref == nil {
+		return nil
+	}
+	ns := ar.Namespace
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		ns = *ref.Namespace
+	}
+	return []string{Key(ns, ref.Name)}
+}
+
+// AgentProviderKeys lists "<ns>/<name>" of every Provider an AgentRuntime
+// references, without duplicates; exported for the mapping fallbacks.
+func AgentProviderKeys(ar *omniav1.AgentRuntime) []string { return agentProviders(ar) }
+
+func agentProviders(o client.Object) []string {
+	ar := o.(*omniav1.AgentRuntime)
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range ar.Spec.Providers {
+		ns := ar.Namespace
+		if p.ProviderRef.Namespace != nil && *p.ProviderRef.Namespace != "" {
+			ns = *p.ProviderRef.Namespace
+		}
+		k := Key(ns, p.ProviderRef.Name)
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func providerSecrets(o client.Object) []string {
+	p := o.(*omniav1.Provider)
+	var out []string
+	if c := p.Spec.Credential; c != nil && c.SecretRef != nil {
+		out = append(out, c.SecretRef.Name)
+	}
+	if a := p.Spec.Auth; a != nil && a.CredentialsSecretRef != nil {
+		if len(out) == 0 || out[0] != a.CredentialsSecretRef.Name {
+			out = append(out, a.CredentialsSecretRef.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,297 @@
+package promptpack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
+)
+
+const wait = 30 * time.Second
+
+// start runs the PromptPack controller, counting its passes.
+func start(t *testing.T) *ctrltest.Counter {
+	t.Helper()
+	v := mustValidator(t)
+	counter := &ctrltest.Counter{}
+	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
+		r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("promptpack-controller"), Validator: v}
+		counter.Inner = r
+		return r.SetupWithManager(mgr, counter)
+	})
+	return counter
+}
+
+func createPack(t *testing.T, ns, name, packName, version, content string) {
+	t.Helper()
+	ctx := context.Background()
+	if content != "" {
+		c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-cm", Namespace: ns}, Data: map[string]string{omniav1.PackJSONKey: content}}
+		if err := env.Client.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &omniav1.PromptPack{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: omniav1.PromptPackSpec{
+		PackName: packName, Version: version,
+		Source: omniav1.PromptPackSource{Type: omniav1.SourceTypeConfigMap, ConfigMapRef: &omniav1.LocalObjectReference{Name: name + "-cm"}}}}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getPack(ns, name string) (*omniav1.PromptPack, error) {
+	p := &omniav1.PromptPack{}
+	return p, env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, p)
+}
+
+func phaseIs(ns, name string, want omniav1.PromptPackPhase) func() error {
+	return func() error {
+		p, err := getPack(ns, name)
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != want {
+			return fmt.Errorf("%s phase %q, want %q (%+v)", name, p.Status.Phase, want, p.Status.Conditions)
+		}
+		return nil
+	}
+}
+
+func condIs(ns, name, typ string, status metav1.ConditionStatus, reason string) func() error {
+	return func() error {
+		p, err := getPack(ns, name)
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(p.Status.Conditions, typ)
+		if c == nil || c.Status != status || c.Reason != reason {
+			return fmt.Errorf("%s condition %s = %+v, want %s/%s", name, typ, c, status, reason)
+		}
+		return nil
+	}
+}
+
+func eventFor(ns, name, reason, noteSubstr string) func() error {
+	return func() error {
+		var evs eventsv1.EventList
+		if err := env.Client.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Name == name && e.Reason == reason && e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, noteSubstr) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no Warning %s event on %s containing %q among %d events", reason, name, noteSubstr, len(evs.Items))
+	}
+}
+
+func TestLiveSourceIsActiveFromSpec(t *testing.T) {
+	ns := env.Namespace(t)
+	start(t)
+	p := &omniav1.PromptPack{ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: ns}, Spec: omniav1.PromptPackSpec{
+		PackName: "dev", Version: "0.1.0",
+		Source: omniav1.PromptPackSource{Type: omniav1.SourceTypeLive, Live: &omniav1.LivePromptSource{URL: "http://127.0.0.1:1/pack.json"}}}}
+	if err := env.Client.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, phaseIs(ns, "live", omniav1.PromptPackPhaseActive))
+	ctrltest.Eventually(t, wait, condIs(ns, "live", omniav1.ConditionSourceValid, metav1.ConditionTrue, omniav1.ReasonLiveSource))
+	got, _ := getPack(ns, "live")
+	if got.Labels[omniav1.LabelPromptPack] != "dev" {
+		t.Errorf("pack label = %q", got.Labels[omniav1.LabelPromptPack])
+	}
+	if got.Status.ActiveVersion == nil || *got.Status.ActiveVersion != "0.1.0" {
+		t.Errorf("activeVersion = %v", got.Status.ActiveVersion)
+	}
+}
+
+// TestSourceFailureThenFix: a missing ConfigMap fails the version with a
+// SourceValidationFailed event; creating it makes the version Active.
+func TestSourceFailureThenFix(t *testing.T) {
+	ns := env.Namespace(t)
+	start(t)
+	createPack(t, ns, "a", "support", "1.0.0", "")
+	ctrltest.Eventually(t, wait, phaseIs(ns, "a", omniav1.PromptPackPhaseFailed))
+	ctrltest.Eventually(t, wait, condIs(ns, "a", omniav1.ConditionSourceValid, metav1.ConditionFalse, omniav1.ReasonSourceValidationFailed))
+	ctrltest.Eventually(t, wait, condIs(ns, "a", omniav1.ConditionSchemaValid, metav1.ConditionUnknown, omniav1.ReasonSourceInvalid))
+	ctrltest.Eventually(t, wait, eventFor(ns, "a", omniav1.EventSourceValidationFailed, `ConfigMap "a-cm" not found`))
+
+	c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a-cm", Namespace: ns}, Data: map[string]string{omniav1.PackJSONKey: validPack}}
+	if err := env.Client.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, phaseIs(ns, "a", omniav1.PromptPackPhaseActive))
+	got, _ := getPack(ns, "a")
+	if !strings.HasPrefix(got.Status.ContentDigest, "sha256:") {
+		t.Errorf("contentDigest = %q", got.Status.ContentDigest)
+	}
+}
+
+// TestSchemaFailureThenFix: a malformed pack.json fails with the
+// validator's message in the event; fixing the ConfigMap recovers.
+func TestSchemaFailureThenFix(t *testing.T) {
+	ns := env.Namespace(t)
+	start(t)
+	createPack(t, ns, "a", "support", "1.0.0", `{"id":"Not Valid"}`)
+	ctrltest.Eventually(t, wait, phaseIs(ns, "a", omniav1.PromptPackPhaseFailed))
+	ctrltest.Eventually(t, wait, condIs(ns, "a", omniav1.ConditionSchemaValid, metav1.ConditionFalse, omniav1.ReasonSchemaValidationFailed))
+	ctrltest.Eventually(t, wait, eventFor(ns, "a", omniav1.EventSchemaValidationFailed, "invalid pack.json: /: missing properties"))
+
+	c := &corev1.ConfigMap{}
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "a-cm"}, c); err != nil {
+		t.Fatal(err)
+	}
+	c.Data[omniav1.PackJSONKey] = validPack
+	if err := env.Client.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, phaseIs(ns, "a", omniav1.PromptPackPhaseActive))
+}
+
+// TestSiblingsConvergeOutOfOrder: versions created newest first converge to
+// one Active and the rest Superseded, through the phase-change re-enqueue.
+func TestSiblingsConvergeOutOfOrder(t *testing.T) {
+	ns := env.Namespace(t)
+	start(t)
+	for _, v := range []string{"3", "1", "2"} {
+		createPack(t, ns, "v"+v, "support", v+".0.0", validPack)
+	}
+	ctrltest.Eventually(t, wait, phaseIs(ns, "v3", omniav1.PromptPackPhaseActive))
+	ctrltest.Eventually(t, wait, phaseIs(ns, "v2", omniav1.PromptPackPhaseSuperseded))
+	ctrltest.Eventually(t, wait, phaseIs(ns, "v1", omniav1.PromptPackPhaseSuperseded))
+	ctrltest.Eventually(t, wait, condIs(ns, "v1", omniav1.ConditionSuperseded, metav1.ConditionTrue, omniav1.ReasonNewerVersionPublished))
+	old, _ := getPack(ns, "v1")
+	if old.Status.ActiveVersion != nil {
+		t.Errorf("superseded activeVersion = %v", *old.Status.ActiveVersion)
+	}
+}
+
+// TestNewerValidVersionSupersedesOlder: the older version stays Active
+// until the newer one validates, then flips to Superseded.
+func TestNewerValidVersionSupersedesOlder(t *testing.T) {
+	ns := env.Namespace(t)
+	start(t)
+	createPack(t, ns, "old", "support", "1.0.0", validPack)
+	ctrltest.Eventually(t, wait, phaseIs(ns, "old", omniav1.PromptPackPhaseActive))
+	createPack(t, ns, "new", "support", "1.1.0", validPack)
+	ctrltest.Eventually(t, wait, phaseIs(ns, "new", omniav1.PromptPackPhaseActive))
+	ctrltest.Eventually(t, wait, phaseIs(ns, "old", omniav1.PromptPackPhaseSuperseded))
+}
+
+// TestUnvalidatedNewerCannotSupersede: publishing a broken newer version
+// leaves the running version Active.
+func TestUnvalidatedNewerCannotSupersede(t *testing.T) {
+	ns := env.Namespace(t)
+	start(t)
+	createPack(t, ns, "good", "support", "1.0.0", validPack)
+	ctrltest.Eventually(t, wait, phaseIs(ns, "good", omniav1.PromptPackPhaseActive))
+	createPack(t, ns, "broken", "support", "2.0.0", `{"id":"x"}`)
+	ctrltest.Eventually(t, wait, phaseIs(ns, "broken", omniav1.PromptPackPhaseFailed))
+	ctrltest.Consistently(t, 2*time.Second, phaseIs(ns, "good", omniav1.PromptPackPhaseActive))
+}
+
+// TestDuplicateVersion: equal precedence (build metadata only): the later
+// created serves, the other reports DuplicateVersion.
+func TestDuplicateVersion(t *testing.T) {
+	ns := env.Namespace(t)
+	start(t)
+	createPack(t, ns, "first", "support", "1.0.0+build.1", validPack)
+	ctrltest.Eventually(t, wait, phaseIs(ns, "first", omniav1.PromptPackPhaseActive))
+	time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
+	createPack(t, ns, "second", "support", "1.0.0+build.2", validPack)
+	ctrltest.Eventually(t, wait, phaseIs(ns, "second", omniav1.PromptPackPhaseActive))
+	ctrltest.Eventually(t, wait, phaseIs(ns, "first", omniav1.PromptPackPhaseSuperseded))
+	ctrltest.Eventually(t, wait, condIs(ns, "first", omniav1.ConditionSuperseded, metav1.ConditionTrue, omniav1.ReasonDuplicateVersion))
+	ctrltest.Eventually(t, wait, eventFor(ns, "first", omniav1.EventDuplicateVersion, "second"))
+}
+
+// TestAgentsNotifiedCounts: the count follows AgentRuntimes as they come.
+func TestAgentsNotifiedCounts(t *testing.T) {
+	ns := env.Namespace(t)
+	start(t)
+	createPack(t, ns, "a", "support", "1.0.0", validPack)
+	ctrltest.Eventually(t, wait, condIs(ns, "a", omniav1.ConditionAgentsNotified, metav1.ConditionTrue, omniav1.ReasonNoAgentsToNotify))
+	ar := &omniav1.AgentRuntime{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns}, Spec: omniav1.AgentRuntimeSpec{
+		PromptPackRef: omniav1.PromptPackRef{Name: "support"},
+		Facades:       []omniav1.FacadeConfig{{Type: omniav1.FacadeTypeWebSocket}}}}
+	if err := env.Client.Create(context.Background(), ar); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, condIs(ns, "a", omniav1.ConditionAgentsNotified, metav1.ConditionTrue, omniav1.ReasonAgentsNotified))
+}
+
+// TestIdleAfterConvergence: once Active, further passes write nothing, so
+// the controller's own writes do not keep it busy.
+func TestIdleAfterConvergence(t *testing.T) {
+	ns := env.Namespace(t)
+	counter := start(t)
+	createPack(t, ns, "a", "support", "1.0.0", validPack)
+	ctrltest.Eventually(t, wait, phaseIs(ns, "a", omniav1.PromptPackPhaseActive))
+	key := types.NamespacedName{Namespace: ns, Name: "a"}
+	time.Sleep(time.Second)
+	settled := counter.Count(key)
+	p, _ := getPack(ns, "a")
+	rv := p.ResourceVersion
+	time.Sleep(2 * time.Second)
+	if n := counter.Count(key); n != settled {
+		t.Errorf("reconciles went on after convergence: %d -> %d", settled, n)
+	}
+	p, _ = getPack(ns, "a")
+	if p.ResourceVersion != rv {
+		t.Errorf("object rewritten after convergence")
+	}
+	if settled > 4 {
+		t.Errorf("%d reconciles to converge one version; want at most 4 (create, label, status, own-write echo)", settled)
+	}
+}
+
+// TestRequeueSplit calls Reconcile directly: a missing ConfigMap returns an
+// error (controller-runtime retries with backoff), a schema failure returns
+// nil (the ConfigMap watch brings the next pass).
+func TestRequeueSplit(t *testing.T) {
+	ns := env.Namespace(t)
+	c := ctrltest.StartManager(t, env) // cache and indexes only, no controller
+	r := &Reconciler{Client: c, Validator: mustValidator(t)}
+	createPack(t, ns, "missing", "support", "1.0.0", "")
+	createPack(t, ns, "bad", "support", "2.0.0", `{}`)
+	ctx := context.Background()
+	reconcileOnce := func(name string) (reconcile.Result, error) {
+		// The cache may lag the create by a moment.
+		var res reconcile.Result
+		var err error
+		ctrltest.Eventually(t, wait, func() error {
+			if _, gerr := getCached(c, ns, name); gerr != nil {
+				return gerr
+			}
+			res, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+			return nil
+		})
+		return res, err
+	}
+	if res, err := reconcileOnce("missing"); err == nil || res.RequeueAfter != 0 {
+		t.Errorf("missing ConfigMap: result %+v err %v, want an error", res, err)
+	}
+	if res, err := reconcileOnce("bad"); err != nil || res.RequeueAfter != 0 {
+		t.Errorf("schema failure: result %+v err %v, want neither", res, err)
+	}
+	ctrltest.Eventually(t, wait, phaseIs(ns, "bad", omniav1.PromptPackPhaseFailed))
+}
+
+func getCached(c client.Client, ns, name string) (*omniav1.PromptPack, error) {
+	p := &omniav1.PromptPack{}
+	return p, c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, p)
+}

@@ -1,0 +1,137 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "provider"
+
+// Reconciler reconciles Providers.
+type Reconciler struct {
+	// Client reads through the manager's cache and writes to the API server.
+	Client client.Client
+	// Recorder emits the credential and model events.
+	Recorder events.EventRecorder
+	// HTTP makes the health check and the credential probe;
+	// http.DefaultClient when nil.
+	HTTP *http.Client
+	// ProbeCredentials turns the vendor credential probe on.
+	ProbeCredentials bool
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+
+	probes probeCache
+}
+
+// Reconcile checks one Provider.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	p := &omniav1.Provider{}
+	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	hc := r.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	s := Snapshot{Provider: p, Now: metav1.NewTime(now().Truncate(time.Second))}
+	var err error
+	if c := p.Spec.Credential; c != nil && c.SecretRef != nil {
+		if s.CredentialSecret, err = r.secret(ctx, p.Namespace, c.SecretRef.Name); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if a := p.Spec.Auth; a != nil && a.CredentialsSecretRef != nil {
+		if s.AuthSecret, err = r.secret(ctx, p.Namespace, a.CredentialsSecretRef.Name); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if u := HealthURL(&p.Spec); u != "" {
+		s.Health = &HealthResult{URL: u, Err: CheckHealth(ctx, hc, u)}
+	}
+	if r.ProbeCredentials && s.CredentialSecret != nil && (s.Health == nil || s.Health.Err == nil) {
+		if key, value, ok := CredentialValue(&p.Spec, s.CredentialSecret); ok && !IsPlaceholder(value) {
+			cacheKey := fmt.Sprintf("%s/%s|%s@%s|%s", p.Namespace, p.Name, s.CredentialSecret.Name, s.CredentialSecret.ResourceVersion, key)
+			res := r.probes.ProbeCredential(ctx, hc, &p.Spec, value, cacheKey, now())
+			s.Probe = &res
+		}
+	}
+	d := Decide(s)
+	kubeutil.Emit(r.Recorder, p, "Check", d.Events)
+	if d.Changed {
+		p.Status = d.Status
+		// A 409 is returned, not dropped: this controller's watch filters
+		// status-only events, so no later event would bring the pass back.
+		if err := r.Client.Status().Update(ctx, p); err != nil {
+			return reconcile.Result{}, fmt.Errorf("write status of Provider %s: %w", req, err)
+		}
+	}
+	if d.Retry != nil {
+		return reconcile.Result{}, d.Retry
+	}
+	return reconcile.Result{RequeueAfter: d.RequeueAfter}, nil
+}
+
+func (r *Reconciler) secret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s)
+	switch {
+	case err == nil:
+		return s, nil
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	}
+	return nil, fmt.Errorf("get Secret %s/%s: %w", ns, name, err)
+}
+
+// SetupWithManager wires the controller. The Provider is watched for spec
+// changes only, so the controller's own status write does not trigger a
+// second health check; Secrets it reads map back to it. rec, when not nil,
+// is called instead of r (tests count passes).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
+	if rec == nil {
+		rec = r
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&omniav1.Provider{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.providersForSecret)).
+		Complete(rec)
+}
+
+func (r *Reconciler) providersForSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var ps omniav1.ProviderList
+	if err := r.Client.List(ctx, &ps, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.ProviderSecret: o.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "map Secret to Providers", "secret", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(ps.Items))
+	for i := range ps.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ps.Items[i])})
+	}
+	return out
+}
