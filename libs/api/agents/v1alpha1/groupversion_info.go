@@ -21,9 +21,9 @@
 package v1alpha1
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/agentplane/agentplane/libs/api/internal/schemebuilder"
 )
 
 var (
@@ -32,28 +32,8 @@ var (
 
 	// SchemeBuilder collects the kinds of this package; each kind registers
 	// itself in an init function of its own file.
-	SchemeBuilder = &Builder{}
+	SchemeBuilder = &schemebuilder.Builder{GroupVersion: GroupVersion}
 
 	// AddToScheme adds every kind of this package to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
-
-// Builder collects the kinds of an API package so they can be added to a
-// scheme in one call. It keeps API packages free of controller-runtime, so
-// any client can import them with apimachinery alone.
-// +kubebuilder:object:generate=false
-type Builder struct {
-	objects []runtime.Object
-}
-
-// Register records kinds to add to schemes; call it from init functions.
-func (b *Builder) Register(objects ...runtime.Object) {
-	b.objects = append(b.objects, objects...)
-}
-
-// AddToScheme adds every registered kind, with the group's meta kinds.
-func (b *Builder) AddToScheme(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, b.objects...)
-	metav1.AddToGroupVersion(s, GroupVersion)
-	return nil
-}
