@@ -441,6 +441,14 @@ type ProviderStatus struct {
 	// lastHealthCheckTime is when the endpoint was last probed.
 	// +optional
 	LastHealthCheckTime *metav1.Time `json:"lastHealthCheckTime,omitempty"`
+
+	// capabilities are what the Provider offers right now: its declared
+	// spec.capabilities while it is Ready, none otherwise. AgentRuntimes
+	// requiring a capability wait (Pending) until it is listed here.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	Capabilities []ProviderCapability `json:"capabilities,omitempty"`
 }
 
 // +kubebuilder:object:root=true

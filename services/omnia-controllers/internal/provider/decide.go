@@ -153,6 +153,10 @@ func Decide(s Snapshot) Decision {
 	}
 
 	st.Phase = phase(st.Conditions)
+	st.Capabilities = nil
+	if st.Phase == omniav1.ProviderPhaseReady && len(p.Spec.Capabilities) > 0 {
+		st.Capabilities = append([]omniav1.ProviderCapability(nil), p.Spec.Capabilities...)
+	}
 	if st.Phase == omniav1.ProviderPhaseReady {
 		d.set(omniav1.ConditionReady, metav1.ConditionTrue, ReasonReady, "capabilities: "+capabilities(p))
 	} else {

@@ -211,3 +211,18 @@ func TestHealthURL(t *testing.T) {
 		}
 	}
 }
+
+// TestCapabilitiesInStatus: a Ready Provider lists its capabilities in
+// status; one that is not Ready lists none, so no AgentRuntime relies on it.
+func TestCapabilitiesInStatus(t *testing.T) {
+	ready := Decide(Snapshot{Provider: prov(omniav1.ProviderTypeMock, nil), Now: t0})
+	if ready.Status.Phase != omniav1.ProviderPhaseReady || len(ready.Status.Capabilities) != 2 || ready.Status.Capabilities[1] != omniav1.CapabilityTools {
+		t.Errorf("a Ready Provider lists its capabilities: %+v", ready.Status)
+	}
+	down := Decide(Snapshot{Provider: prov(omniav1.ProviderTypeOllama, nil), Health: &HealthResult{URL: "u", Err: errUnreachable}, Now: t0})
+	if down.Status.Phase == omniav1.ProviderPhaseReady || len(down.Status.Capabilities) != 0 {
+		t.Errorf("an unavailable Provider lists no capabilities: %+v", down.Status)
+	}
+}
+
+var errUnreachable = errors.New("connection refused")
