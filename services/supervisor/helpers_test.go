@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/libs/events"
+	"github.com/agentplane/agentplane/libs/events/eventstest"
+	"github.com/agentplane/agentplane/libs/runspec"
+	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
+)
+
+// Binaries built once for every test: the supervisor itself and the
+// mock vendor CLIs, linked under each vendor's name in mockDir.
+var (
+	supervisorBin string
+	mockDir       string
+)
+
+// runTimeout bounds every supervisor a test starts; a hang fails the
+// test instead of the CI job.
+const runTimeout = 2 * time.Minute
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "supervisor-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := func() int {
+		supervisorBin = filepath.Join(dir, "supervisor")
+		mockDir = filepath.Join(dir, "mock")
+		self := []string{"build", "-o", supervisorBin, "."}
+		if os.Getenv("SUPERVISOR_TEST_RACE") != "" {
+			// The supervisor's own goroutines under the race detector.
+			self = []string{"build", "-race", "-o", supervisorBin, "."}
+		}
+		for _, args := range [][]string{
+			self,
+			// From the tools module's own directory, so this works with
+			// and without the workspace.
+			{"build", "-C", "../../tools", "-o", filepath.Join(dir, "mockagent"), "./mockagent"},
+		} {
+			cmd := exec.Command("go", args...)
+			if !slices.Contains(args, "-race") {
+				cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "go %v: %v\n%s", args, err, out)
+				return 1
+			}
+		}
+		if out, err := exec.Command(filepath.Join(dir, "mockagent"), "install", mockDir).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "mockagent install: %v\n%s", err, out)
+			return 1
+		}
+		return m.Run()
+	}()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// pod is one simulated run pod: its volumes and environment.
+type pod struct {
+	t         *testing.T
+	agentDir  string
+	workspace string
+	env       map[string]string
+	nats      *eventstest.Server
+	// wrap runs the supervisor through another program (e.g. unshare).
+	wrap []string
+}
+
+func newPod(t *testing.T, spec *runspec.Spec) *pod {
+	t.Helper()
+	p := &pod{t: t, agentDir: t.TempDir(), workspace: t.TempDir(), env: map[string]string{}}
+	p.env["PATH"] = mockDir + ":/usr/local/bin:/usr/bin:/bin"
+	p.env["HOME"] = p.agentDir
+	p.env["WORKSPACE_DIR"] = p.workspace
+	p.env["AGENT_NAME"] = "agent-" + strings.ToLower(strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()))
+	p.env["AGENT_NAMESPACE"] = "team-a"
+	p.env["AGENT_UID"] = "uid-" + fmt.Sprint(time.Now().UnixNano())
+	p.env["STATION_NAME"] = "station-1"
+	p.env["SUPERVISOR_CHOWN"] = ""
+	if spec != nil {
+		p.setSpec(spec)
+	}
+	return p
+}
+
+func (p *pod) setSpec(spec *runspec.Spec) {
+	p.t.Helper()
+	s, err := runspec.Encode(spec)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.env[runspec.EnvName] = s
+}
+
+// withNATS starts an embedded JetStream server for the pod.
+func (p *pod) withNATS() *pod {
+	p.nats = eventstest.Start(p.t)
+	p.env["NATS_URL"] = p.nats.URL()
+	return p
+}
+
+// result is what one supervisor process did.
+type result struct {
+	code           int
+	stdout, stderr []byte
+	elapsed        time.Duration
+}
+
+// start runs `supervisor <cmd>` without waiting.
+func (p *pod) start(cmd string) (*exec.Cmd, *syncBuffer, *syncBuffer) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	p.t.Cleanup(cancel)
+	argv := append(append([]string(nil), p.wrap...), supervisorBin, cmd, "--agent-dir", p.agentDir)
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	for k, v := range p.env {
+		c.Env = append(c.Env, k+"="+v)
+	}
+	out, errb := &syncBuffer{}, &syncBuffer{}
+	c.Stdout, c.Stderr = out, errb
+	if err := c.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	return c, out, errb
+}
+
+// run runs `supervisor <cmd>` to the end.
+func (p *pod) run(cmd string) result {
+	p.t.Helper()
+	began := time.Now()
+	c, out, errb := p.start(cmd)
+	_ = c.Wait()
+	r := result{code: c.ProcessState.ExitCode(), stdout: out.Bytes(), stderr: errb.Bytes(), elapsed: time.Since(began)}
+	if p.t.Failed() || testing.Verbose() {
+		p.t.Logf("supervisor %s exited %d after %v; stderr:\n%s", cmd, r.code, r.elapsed, lastBytes(r.stderr, 4000))
+	}
+	return r
+}
+
+// natsEvents returns the pod's events stored in JetStream, in stream order.
+func (p *pod) natsEvents() []*eventsv1.RunEvent {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	evs, err := events.ReadAll(ctx, p.nats.JetStream(), events.Filter{Namespace: p.env["AGENT_NAMESPACE"], Agent: p.env["AGENT_NAME"]})
+	if err != nil {
+		p.t.Fatalf("read events: %v", err)
+	}
+	return evs
+}
+
+// checkStream asserts that evs is one run's stream stored exactly once
+// and in order: sequences from..from+n-1, unique ids.
+func checkStream(t *testing.T, evs []*eventsv1.RunEvent, from uint64) {
+	t.Helper()
+	seen := map[string]bool{}
+	for i, ev := range evs {
+		if want := from + uint64(i); ev.GetSequence() != want {
+			t.Fatalf("event %d has sequence %d, want %d (stored out of order or twice)", i, ev.GetSequence(), want)
+		}
+		if seen[ev.GetId()] {
+			t.Fatalf("event id %s stored twice", ev.GetId())
+		}
+		seen[ev.GetId()] = true
+	}
+}
+
+// lifecycle returns "phase/status" of a lifecycle event, "" otherwise.
+func lifecycle(ev *eventsv1.RunEvent) string {
+	if lc := ev.GetLifecycle(); lc != nil {
+		return lc.GetPhase() + "/" + lc.GetStatus()
+	}
+	return ""
+}
+
+// kinds counts events by kind token.
+func kinds(evs []*eventsv1.RunEvent) map[string]int {
+	m := map[string]int{}
+	for _, ev := range evs {
+		m[ev.GetKind().SubjectToken()]++
+	}
+	return m
+}
+
+// stdoutEvents splits the supervisor's stdout into the CLI's lines and
+// the lifecycle/file envelopes it printed itself.
+func stdoutEvents(t *testing.T, out []byte) (cli [][]byte, own []*eventsv1.RunEvent) {
+	t.Helper()
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 32<<20)
+	for sc.Scan() {
+		line := append([]byte(nil), sc.Bytes()...)
+		if bytes.HasPrefix(line, []byte(`{"run":`)) {
+			ev, err := events.Decode(line)
+			if err != nil {
+				t.Fatalf("envelope on stdout does not decode: %v", err)
+			}
+			own = append(own, ev)
+			continue
+		}
+		cli = append(cli, line)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return cli, own
+}
+
+// logRecord finds the supervisor's JSON log line with msg.
+func logRecord(t *testing.T, stderr []byte, msg string) map[string]any {
+	t.Helper()
+	for _, line := range bytes.Split(stderr, []byte("\n")) {
+		var m map[string]any
+		if json.Unmarshal(line, &m) == nil && m["msg"] == msg {
+			return m
+		}
+	}
+	t.Fatalf("no log line %q in:\n%s", msg, lastBytes(stderr, 4000))
+	return nil
+}
+
+func lastBytes(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// syncBuffer is a bytes.Buffer safe to read while the process writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// Bytes returns a copy of what was written so far.
+func (b *syncBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]byte(nil), b.buf.Bytes()...)
+}
+
+func mustWrite(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

