@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -225,6 +226,13 @@ func decideRunning(s Snapshot) Plan {
 	if s.Pod.ExitCode != nil && *s.Pod.ExitCode != 0 {
 		exit = *s.Pod.ExitCode
 	}
+	if exit == ExitDeadline && (jobReason == "" || strings.HasPrefix(jobReason, batchv1.JobReasonBackoffLimitExceeded)) {
+		// The supervisor stops the CLI just before the Job's deadline, so
+		// the Job only sees a failed pod; say what really happened. A
+		// Job-level DeadlineExceeded is kept: it is the same story told by
+		// Kubernetes.
+		reason = ReasonDeadline
+	}
 	return finish(s, st, agentsv1alpha1.PhaseFailed, exit, output, reason, FailureJobFailed)
 }
 
@@ -241,6 +249,9 @@ func finish(s Snapshot, st *agentsv1alpha1.AgentStatus, phase agentsv1alpha1.Age
 	}
 	return Plan{Status: st, Prune: true, Outcome: Outcome{Terminal: phase, ExitCode: exit, Duration: d, Failure: kind}}
 }
+
+// ExitDeadline is the supervisor's exit code for a run stopped at its deadline.
+const ExitDeadline = 124
 
 // jobOutcome reads a Job's terminal state from its conditions, falling back
 // to its pod counters.

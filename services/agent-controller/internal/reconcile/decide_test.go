@@ -133,6 +133,12 @@ func TestLifecycle(t *testing.T) {
 				t.Errorf("%+v", p)
 			}
 		}},
+		{"a run stopped by the supervisor at its deadline says so", func() Snapshot {
+			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
+			s.Job = job(backoff)
+			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](124), Log: "..."}
+			return s
+		}, func(t *testing.T, p Plan) { wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 124, ReasonDeadline) }},
 		{"exitCode agrees with the phase: a Failed run whose pod reads 0 reports 1", func() Snapshot {
 			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
 			s.Job = job(backoff)

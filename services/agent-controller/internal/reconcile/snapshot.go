@@ -19,6 +19,7 @@ import (
 const (
 	ReasonJobGarbageCollected = "run record unavailable: Job garbage-collected before its result was observed"
 	ReasonPodGarbageCollected = "run output unavailable: pod garbage-collected"
+	ReasonDeadline            = "deadline exceeded: the run was stopped at its Station's deadlineMinutes (exit code 124)"
 	ReasonBatchDisabled       = "batch execution is disabled on this controller"
 	ReasonRealtimeDisabled    = "realtime execution is disabled on this controller"
 	ReasonResumeNeedsRealtime = "resumeSession requires realtime execution"
