@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/events"
@@ -79,6 +81,16 @@ func finishLater(t *testing.T, ns string, phase agentsv1alpha1.AgentPhase, exit 
 	}()
 }
 
+func mkStation(t *testing.T, ns string) {
+	t.Helper()
+	st := &agentsv1alpha1.Station{Spec: agentsv1alpha1.StationSpec{AgentDefRef: "def"}}
+	st.Name, st.Namespace = "st", ns
+	st.Spec.Template.Spec.Containers = []corev1.Container{{Name: "agent", Image: "x"}}
+	if err := env.Client.Create(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRunWaitExitCodes(t *testing.T) {
 	cases := []struct {
 		rule  string
@@ -93,6 +105,7 @@ func TestRunWaitExitCodes(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
 			ns := env.Namespace(t)
+			mkStation(t, ns)
 			finishLater(t, ns, c.phase, c.exit)
 			out, code := agentctl(t, "--kubeconfig", kubeconfig(t), "-n", ns, "--nats-url", "nats://127.0.0.1:1", "run", "--station", "st", "--param", "issue=42", "--wait", "--timeout", "30s")
 			if code != c.want {
@@ -115,6 +128,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 
 func TestRunTimesOut(t *testing.T) {
 	ns := env.Namespace(t)
+	mkStation(t, ns)
 	_, code := agentctl(t, "--kubeconfig", kubeconfig(t), "-n", ns, "run", "--station", "st", "--wait", "--timeout", "1s")
 	if code != exitTimeout {
 		t.Fatalf("exit %d, want %d", code, exitTimeout)
@@ -126,6 +140,7 @@ func TestRunTimesOut(t *testing.T) {
 func TestFollowPrintsEventsFromTheFirstOne(t *testing.T) {
 	srv := eventstest.Start(t)
 	ns := env.Namespace(t)
+	mkStation(t, ns)
 	pub, err := events.NewPublisher(events.PublisherOptions{URL: srv.URL()})
 	if err != nil {
 		t.Fatal(err)
@@ -163,6 +178,45 @@ func TestFollowPrintsEventsFromTheFirstOne(t *testing.T) {
 	if i1 < 0 || i2 < i1 || i3 < i2 {
 		t.Fatalf("events missing or out of order:\n%s", out)
 	}
+}
+
+func TestClearErrors(t *testing.T) {
+	ns := env.Namespace(t)
+	kc := kubeconfig(t)
+	cases := []struct {
+		rule string
+		args []string
+		code int
+		want string
+	}{
+		{"a missing Station is named before anything is created", []string{"--kubeconfig", kc, "-n", ns, "run", "--station", "nope"}, exitError, `Station "nope" not found`},
+		{"a --param without = is a usage error", []string{"--kubeconfig", kc, "run", "--station", "st", "--param", "novalue"}, exitUsage, "want key=value"},
+		{"an unknown output format is a usage error", []string{"--kubeconfig", kc, "-n", ns, "get", "-o", "xml"}, exitUsage, `-o "xml"`},
+		{"an unreachable API server says what it was doing", []string{"--kubeconfig", unreachable(t), "-n", ns, "run", "--station", "st"}, exitError, "reach the API server"},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			out, code := agentctl(t, c.args...)
+			if code != c.code || !strings.Contains(out, c.want) {
+				t.Fatalf("exit %d, want %d; output %q, want %q", code, c.code, out, c.want)
+			}
+		})
+	}
+	list := &agentsv1alpha1.AgentList{}
+	if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil || len(list.Items) != 0 {
+		t.Errorf("refused runs created Agents: %v %d", err, len(list.Items))
+	}
+}
+
+// unreachable writes a kubeconfig pointing at a closed port.
+func unreachable(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	raw := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
+	if err := os.WriteFile(p, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func TestGetListAndCancel(t *testing.T) {

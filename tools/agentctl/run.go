@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -65,6 +67,14 @@ func runAgent(ctx context.Context, g *globals, f *runFlags, params map[string]st
 	cl, err := g.clients()
 	if err != nil {
 		return err
+	}
+	// A missing Station would fail the run at once; say so before creating it.
+	st := &agentsv1alpha1.Station{}
+	if err := cl.c.Get(ctx, types.NamespacedName{Namespace: cl.namespace, Name: f.station}, st); err != nil {
+		if apierrors.IsNotFound(err) {
+			return &exitCodeError{code: exitError, msg: fmt.Sprintf("Station %q not found in namespace %s (kubectl get stations -n %s lists them)", f.station, cl.namespace, cl.namespace)}
+		}
+		return fmt.Errorf("reach the API server to read Station %s: %w", f.station, err)
 	}
 	a := &agentsv1alpha1.Agent{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: f.station + "-", Namespace: cl.namespace},
