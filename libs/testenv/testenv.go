@@ -194,6 +194,9 @@ func (e *Env) startControllerManager(ctx context.Context, assets string, timeout
 		"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
 		"--use-service-account-credentials=false",
 		"--profiling=false",
+		// The default 20 requests/s makes the Job controller, not the code
+		// under test, the bottleneck of any test with more than a few Jobs.
+		"--kube-api-qps=200", "--kube-api-burst=400",
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {

@@ -7,6 +7,10 @@
 //	kubestack up        start the control plane, install CRDs, print a kubeconfig
 //	kubestack down      stop it and remove its state
 //	kubestack status    show what runs
+//
+// `up` also starts localnode (pods as local processes) unless
+// --localnode=false; it runs as kubestack itself re-executed with the
+// hidden `localnode` subcommand, which takes localnode's own flags.
 package main
 
 import (
@@ -23,13 +27,14 @@ import (
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/tools/kubestack/internal/build"
 	"github.com/agentplane/agentplane/tools/kubestack/internal/stack"
+	"github.com/agentplane/agentplane/tools/localnode/cli"
 )
 
 const usage = `usage: kubestack <build|assets|up|down|status> [flags]
 
   build    build etcd, kube-apiserver, kube-controller-manager and kubectl (cached)
   assets   print the directory holding the binaries (building them if needed)
-  up       start the control plane on loopback and install the CRDs
+  up       start the control plane on loopback, install the CRDs and start localnode
   down     stop the control plane and remove its state
   status   show the running control plane
 `
@@ -86,8 +91,18 @@ func run(ctx context.Context, cmd string, args []string) error {
 		kcmPort := fs.Int("controller-manager-port", 10257, "kube-controller-manager secure port")
 		crds := fs.String("crds", defaultCRDDir(), "directory of CRD YAML to install (empty: none)")
 		timeout := fs.Duration("timeout", 90*time.Second, "how long to wait for each component")
+		withNode := fs.Bool("localnode", true, "also start localnode, so pods run as local processes")
+		kubeletPort := fs.Int("kubelet-port", 10250, "localnode's kubelet endpoint port")
 		if err := fs.Parse(args); err != nil {
 			return err
+		}
+		var node *stack.LocalNode
+		if *withNode {
+			self, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("find kubestack's own binary to run localnode: %w", err)
+			}
+			node = &stack.LocalNode{Command: []string{self, "localnode"}, Port: *kubeletPort}
 		}
 		opts := buildOptions()
 		if err := build.Ensure(ctx, opts); err != nil {
@@ -96,7 +111,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 		r, err := stack.Up(ctx, stack.Config{
 			Dir: *dir, Assets: opts.Dir, CRDDir: *crds,
 			APIServerPort: *port, EtcdPort: *etcdPort, EtcdPeerPort: *etcdPort + 1, ControllerManagerPort: *kcmPort,
-			ReadyTimeout: *timeout, Log: os.Stderr,
+			ReadyTimeout: *timeout, Log: os.Stderr, LocalNode: node,
 		})
 		if err != nil {
 			return err
@@ -112,6 +127,9 @@ stop: make kubestack-down   (or: go run ./tools/kubestack down)
 `, testenv.KubeVersion, r.Server, testenv.EtcdVersion, r.Kubeconfig,
 			filepath.Join(opts.Dir, testenv.BinKubectl), filepath.Join(opts.Dir, testenv.BinKubectl), filepath.Join(*dir, "logs"))
 		return nil
+	case "localnode":
+		// Hidden: the localnode process `up` starts.
+		return cli.Run(ctx, args, os.Stderr)
 	case "down":
 		fs := flag.NewFlagSet("down", flag.ContinueOnError)
 		dir := fs.String("dir", defaultState, "state directory given to up")

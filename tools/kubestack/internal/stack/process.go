@@ -6,11 +6,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/agentplane/agentplane/tools/internal/proc"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,23 +64,7 @@ func (p *process) alive() bool {
 			return true
 		}
 	}
-	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID), "cmdline"))
-	if err != nil {
-		return false
-	}
-	argv0, _, _ := strings.Cut(string(raw), "\x00")
-	if argv0 != p.Binary {
-		return false
-	}
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID), "stat"))
-	if err != nil {
-		return false
-	}
-	// A zombie has state Z after the ")" that closes the command name.
-	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-		return false
-	}
-	return true
+	return proc.Alive(p.PID, p.Binary)
 }
 
 // stop sends SIGTERM, waits up to grace, then SIGKILLs.

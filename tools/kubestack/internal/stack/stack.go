@@ -44,6 +44,9 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// ExtraAPIServerArgs are appended to the apiserver's flags.
 	ExtraAPIServerArgs []string
+	// LocalNode, when set, also starts a localnode once the control plane
+	// serves, so pods really run.
+	LocalNode *LocalNode
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -110,6 +113,21 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 		port int
 		what string
 	}{{cfg.APIServerPort, "kube-apiserver"}, {cfg.EtcdPort, "etcd clients"}, {cfg.EtcdPeerPort, "etcd peers"}, {cfg.ControllerManagerPort, "kube-controller-manager"}}
+	if ln := cfg.LocalNode; ln != nil {
+		if len(ln.Command) == 0 {
+			return nil, errors.New("localnode requested without a command to run it")
+		}
+		if ln.Name == "" {
+			ln.Name = "localnode"
+		}
+		if ln.Port == 0 {
+			ln.Port = 10250
+		}
+		ports = append(ports, struct {
+			port int
+			what string
+		}{ln.Port, "localnode's kubelet endpoint"})
+	}
 	for _, p := range ports {
 		if err := checkPortFree(cfg.Host, p.port, p.what); err != nil {
 			return nil, err
@@ -218,6 +236,7 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 		"--service-account-private-key-file=" + filepath.Join(cfg.Dir, saKeyFile),
 		"--root-ca-file=" + caFile,
 		"--use-service-account-credentials=false",
+		"--kube-api-qps=200", "--kube-api-burst=400",
 		"--service-cluster-ip-range=" + serviceClusterRange,
 		"--profiling=false",
 	})
@@ -247,6 +266,16 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 		return defaultServiceAccountExists(ctx, cl)
 	}); err != nil {
 		return nil, err
+	}
+	if cfg.LocalNode != nil {
+		node, err := startLocalNode(ctx, cfg, kc, cl, func(p *process) error {
+			r.Processes = append(r.Processes, p)
+			return save()
+		})
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(cfg.Log, "kubestack: localnode %s is Ready (pid %d)\n", cfg.LocalNode.Name, node.PID)
 	}
 	ok = true
 	return r, nil

@@ -76,10 +76,11 @@ func TestDownWithNothingRunningIsFine(t *testing.T) {
 	}
 }
 
-// TestUpRunsARealControlPlane starts etcd, kube-apiserver and
-// kube-controller-manager, then checks what the controller-manager must do
-// for agent runs: the Job controller makes a pod, the garbage collector
-// removes it with its Job.
+// TestUpRunsARealControlPlane starts etcd, kube-apiserver,
+// kube-controller-manager and localnode, then checks what agent runs need:
+// the Job controller makes a pod, localnode runs it to completion with its
+// log readable through pods/log, and the garbage collector removes it with
+// its Job; down stops localnode with the rest.
 func TestUpRunsARealControlPlane(t *testing.T) {
 	assets, err := testenv.AssetsDir()
 	if err != nil {
@@ -92,8 +93,13 @@ func TestUpRunsARealControlPlane(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "stack")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := Config{Dir: dir, Assets: assets, CRDDir: filepath.Join(root, "deploy", "crds"),
-		APIServerPort: freePort(t), EtcdPort: freePort(t), EtcdPeerPort: freePort(t), ControllerManagerPort: freePort(t)}
+		APIServerPort: freePort(t), EtcdPort: freePort(t), EtcdPeerPort: freePort(t), ControllerManagerPort: freePort(t),
+		LocalNode: &LocalNode{Command: []string{self, "localnode"}, Port: freePort(t)}}
 	r, err := Up(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +134,7 @@ func TestUpRunsARealControlPlane(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default"},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
-			Containers:    []corev1.Container{{Name: "c", Image: "scratch", Command: []string{"/bin/true"}}},
+			Containers:    []corev1.Container{{Name: "c", Image: "scratch", Command: []string{"/bin/sh", "-c", "echo ran on localnode"}}},
 		}}},
 	}
 	created, err := cl.kube.BatchV1().Jobs("default").Create(ctx, job, metav1.CreateOptions{})
@@ -140,6 +146,18 @@ func TestUpRunsARealControlPlane(t *testing.T) {
 		pods, err := cl.kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: sel})
 		return err == nil && len(pods.Items) == 1 && pods.Items[0].OwnerReferences[0].UID == created.UID
 	})
+	waitFor(ctx, t, "localnode to run the Job to completion", func() bool {
+		j, err := cl.kube.BatchV1().Jobs("default").Get(ctx, "probe", metav1.GetOptions{})
+		return err == nil && j.Status.Succeeded == 1
+	})
+	pods, err := cl.kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("list the Job's pod: %v", err)
+	}
+	out, err := cl.kube.CoreV1().Pods("default").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil || string(out) != "ran on localnode\n" {
+		t.Fatalf("pods/log: %q, %v", out, err)
+	}
 	bg := metav1.DeletePropagationBackground
 	if err := cl.kube.BatchV1().Jobs("default").Delete(ctx, "probe", metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
 		t.Fatal(err)
@@ -153,9 +171,9 @@ func TestUpRunsARealControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range r.Processes {
-		if p.alive() {
-			t.Errorf("%s (pid %d) still runs after down", p.Name, p.PID)
-		}
+		// Down sees a process gone once it is a zombie; this test's own
+		// reaper may close done a moment later.
+		waitFor(ctx, t, p.Name+" to be gone after down", func() bool { return !p.alive() })
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("state dir survives down: %v", err)

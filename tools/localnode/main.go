@@ -1,0 +1,29 @@
+// Command localnode is a node without a kubelet: it registers a Node with
+// the API server, binds pending pods to it and runs their containers as
+// local processes, with status and logs, so the whole platform runs on one
+// machine against a real control plane. See package node.
+//
+//	localnode --kubeconfig ~/.cache/agentplane/stack/kubeconfig --name localnode --state-dir DIR --kubelet-port 10250
+//
+// SIGTERM or SIGINT stop it gracefully; container processes keep running for
+// the next start to adopt unless --stop-pods-on-exit is given.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/agentplane/agentplane/tools/localnode/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cli.Run(ctx, os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "localnode: %v\n", err)
+		os.Exit(1)
+	}
+}

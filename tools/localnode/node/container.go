@@ -1,0 +1,200 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+// maxBackoff caps the delay between restarts of a crashing container.
+const maxBackoff = 5 * time.Minute
+
+// reasonNoCommand is the terminated reason of a container without command:
+// there is no image, so no entrypoint to fall back to.
+const reasonNoCommand = "NoCommand"
+
+// containerLoop runs one container until it is done by the pod's restart
+// policy, or the pod stops. It reports whether the last run exited 0.
+// onStart, when set, is called each time the container runs. A sidecar (an
+// init container with restartPolicy Always) restarts whatever its exit, and
+// is probed like a container.
+func (w *podWorker) containerLoop(ctx context.Context, pod *corev1.Pod, src *objectSource, c *corev1.Container, isInit bool, idx int, onStart func()) bool {
+	policy := pod.Spec.RestartPolicy
+	sidecar := isSidecar(c)
+	if sidecar {
+		policy = corev1.RestartPolicyAlways
+	}
+	restart, in := w.adoptLatest(c.Name)
+	for {
+		if in == nil {
+			if ctx.Err() != nil {
+				return false
+			}
+			var err error
+			in, err = w.startInstance(ctx, pod, src, c, restart)
+			if err != nil {
+				// A configuration problem (a missing Secret key, say) may
+				// be fixed later: stay Waiting and retry, as a kubelet does.
+				w.setWaiting(isInit, idx, "CreateContainerConfigError", err.Error())
+				w.status.flush()
+				select {
+				case <-ctx.Done():
+					return false
+				case <-time.After(2 * time.Second):
+				}
+				continue
+			}
+		}
+		if !w.track(in) {
+			return false
+		}
+		w.setRunning(isInit, idx, in, (!isInit || sidecar) && c.ReadinessProbe == nil)
+		w.status.flush()
+		if onStart != nil {
+			onStart()
+		}
+		var probeDone chan struct{}
+		if !isInit || sidecar {
+			probeDone = make(chan struct{})
+			go w.probeReadiness(c, isInit, idx, in, probeDone)
+			go w.probeLiveness(c, in, probeDone)
+		}
+		select {
+		case <-in.done:
+		case <-w.detachCh:
+			return false
+		}
+		if probeDone != nil {
+			close(probeDone)
+		}
+		w.setTerminated(isInit, idx, in)
+		w.status.flush()
+		ok := in.exit.ExitCode == 0
+		if ctx.Err() != nil {
+			return ok
+		}
+		switch {
+		case policy == corev1.RestartPolicyNever:
+			return ok
+		case ok && !sidecar && (isInit || policy == corev1.RestartPolicyOnFailure):
+			return true
+		}
+		backoff := w.n.cfg.RestartBackoff << min(restart, 20)
+		if backoff > maxBackoff || backoff <= 0 {
+			backoff = maxBackoff
+		}
+		w.setBackoff(isInit, idx, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", backoff, c.Name, pod.Name, pod.Namespace, pod.UID))
+		w.status.flush()
+		select {
+		case <-ctx.Done():
+			return ok
+		case <-w.detachCh:
+			return false
+		case <-time.After(backoff):
+		}
+		restart++
+		in = nil
+	}
+}
+
+// isSidecar says whether an init container is a restartable sidecar.
+func isSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// track registers a running instance, stopping it at once when the pod is
+// already terminating. It reports false when the node has detached.
+func (w *podWorker) track(in *instance) bool {
+	w.mu.Lock()
+	w.instances[in.container] = in
+	term, grace := w.terminating, w.termGrace
+	w.mu.Unlock()
+	if w.detached() {
+		in.pump.close()
+		return false
+	}
+	if term {
+		go in.stop(grace)
+	}
+	return true
+}
+
+func (w *podWorker) instanceDir(container string, restart int) string {
+	return filepath.Join(w.dir, "containers", container, strconv.Itoa(restart))
+}
+
+// adoptLatest finds the newest instance an earlier node left for this
+// container. It returns the restart count to use and the instance, if any.
+func (w *podWorker) adoptLatest(container string) (int, *instance) {
+	entries, err := os.ReadDir(filepath.Join(w.dir, "containers", container))
+	if err != nil {
+		return 0, nil
+	}
+	latest := -1
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil && n > latest {
+			latest = n
+		}
+	}
+	if latest < 0 {
+		return 0, nil
+	}
+	in, ok := adopt(w.instanceDir(container, latest), instanceLogPath(w.logDir, container, latest), container, latest)
+	if !ok {
+		return latest, nil
+	}
+	w.n.log.Info("adopted container", "pod", w.ns+"/"+w.name, "container", container, "restart", latest)
+	return latest, in
+}
+
+// startInstance resolves the container's environment and mounts and
+// launches it. A container without command ends at once as NoCommand.
+func (w *podWorker) startInstance(ctx context.Context, pod *corev1.Pod, src *objectSource, c *corev1.Container, restart int) (*instance, error) {
+	logPath := instanceLogPath(w.logDir, c.Name, restart)
+	dir := w.instanceDir(c.Name, restart)
+	if len(c.Command) == 0 {
+		in := &instance{container: c.Name, restart: restart, dir: dir, logPath: logPath, startedAt: time.Now(), done: make(chan struct{})}
+		in.exit = exitRecord{ExitCode: 127, Reason: reasonNoCommand, FinishedAt: time.Now().UTC(),
+			Message: "localnode runs a container's command and args only, and this container has no command (there is no image entrypoint to fall back to)"}
+		close(in.done)
+		return in, nil
+	}
+	env, err := w.n.containerEnv(ctx, src, pod, c)
+	if err != nil {
+		return nil, err
+	}
+	mounts, err := w.containerMounts(pod, c)
+	if err != nil {
+		return nil, err
+	}
+	vals := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vals[k] = v
+	}
+	argv := make([]string, 0, len(c.Command)+len(c.Args))
+	for _, a := range append(append([]string{}, c.Command...), c.Args...) {
+		argv = append(argv, expand(a, vals))
+	}
+	spec := shimSpec{Argv: argv, Env: env, Dir: c.WorkingDir, Mounts: mounts}
+	uid, gid := runAs(pod, c)
+	if uid != nil {
+		spec.UID = ptr.To(uint32(*uid))
+	}
+	if gid != nil {
+		spec.GID = ptr.To(uint32(*gid))
+	}
+	return launch(dir, logPath, c.Name, restart, spec)
+}
+
+// containerID names an instance in container statuses.
+func (w *podWorker) containerID(in *instance) string {
+	return fmt.Sprintf("localnode://%s/%s/%d", w.uid, in.container, in.restart)
+}

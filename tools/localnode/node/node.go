@@ -1,0 +1,342 @@
+// Package node runs pods as local processes: it registers a Node with a
+// Kubernetes API server, binds pending pods that fit it, runs their
+// containers as processes on the host (the host's root filesystem stands in
+// for every image), reports their status and serves their logs on a
+// kubelet-style HTTPS endpoint so that `pods/log` and `kubectl logs` work.
+//
+//	n, err := node.Start(ctx, node.Config{RESTConfig: cfg, Name: "localnode", StateDir: dir})
+//	defer n.Stop()
+//
+// Each container process is launched through a small "shim": the running
+// binary re-executed (/proc/self/exe) with an environment marker. The shim
+// creates a private mount namespace, bind-mounts the pod's volumes at their
+// container paths, starts the command in a process group of its own,
+// reaps it and records its exit code in the state directory, so a
+// restarted node can adopt processes it left. The shim runs from this
+// package's init function, so any binary that imports this package — the
+// localnode command, kubestack, or a `go test` binary — serves as its own
+// shim with no extra wiring. Container processes need root (mount
+// namespaces); runAsUser and runAsGroup are applied after the mounts. A
+// mount point missing on the host is created there (an empty directory or
+// file) before the bind mount, since a bind mount needs one.
+//
+// Only command+args are run: there is no image, hence no image entrypoint
+// or default command. A container without `command` terminates at once
+// with exit code 127 and reason NoCommand, and the restart policy applies
+// (with Never, the pod fails).
+//
+// Not modelled: resource limits (no cgroups, so no OOMKilled), startup
+// probes, gRPC probes, exec/attach/port-forward, updates of
+// Secret/ConfigMap volumes after start, token rotation, and log rotation.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Config describes one local node.
+type Config struct {
+	// RESTConfig reaches the API server; the identity needs to manage nodes,
+	// leases, pods, pods/binding, pods/status, secrets, configmaps and
+	// serviceaccounts/token (system:masters in practice).
+	RESTConfig *rest.Config
+	// Name is the Node's name and its kubernetes.io/hostname label; default
+	// "localnode".
+	Name string
+	// StateDir holds pod directories, volumes, logs and pid files. It must
+	// survive a restart for processes to be adopted.
+	StateDir string
+	// KubeletPort is the HTTPS port of the log endpoint on 127.0.0.1; 0
+	// picks a free port.
+	KubeletPort int
+	// Labels are added to the Node's well-known labels.
+	Labels map[string]string
+	// MaxPods is the Node's pod capacity; default 110.
+	MaxPods int
+	// LeavePodsRunning makes Stop leave container processes running for a
+	// later Start with the same StateDir to adopt, as a kubelet restart
+	// does. By default Stop kills them (SIGTERM, then SIGKILL after at most
+	// 5s), so a test using the node leaves nothing behind.
+	LeavePodsRunning bool
+	// LeaseRenewInterval is how often the node Lease is renewed; default 10s.
+	LeaseRenewInterval time.Duration
+	// RestartBackoff is the first delay before a container restart; it
+	// doubles per restart up to five minutes. Default 1s (a kubelet uses 10s;
+	// a local node favours quick feedback).
+	RestartBackoff time.Duration
+	// Logger receives operational messages; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c *Config) defaults() error {
+	if c.RESTConfig == nil {
+		return errors.New("localnode: RESTConfig is required")
+	}
+	if c.StateDir == "" {
+		return errors.New("localnode: StateDir is required")
+	}
+	if c.Name == "" {
+		c.Name = "localnode"
+	}
+	if c.MaxPods == 0 {
+		c.MaxPods = 110
+	}
+	if c.LeaseRenewInterval == 0 {
+		c.LeaseRenewInterval = 10 * time.Second
+	}
+	if c.RestartBackoff == 0 {
+		c.RestartBackoff = time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Node is a running local node. Stop it with Stop.
+type Node struct {
+	cfg    Config
+	kube   kubernetes.Interface
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	boundFactory, unboundFactory, nodeFactory informers.SharedInformerFactory
+	bound, unbound                            corelisters.PodLister
+	nodes                                     corelisters.NodeLister
+	bindQueue                                 workqueue.TypedRateLimitingInterface[string]
+
+	apiHost, apiPort string
+	logServer        *logServer
+
+	mu      sync.Mutex
+	workers map[types.UID]*podWorker
+	stopped bool
+}
+
+// Start registers the Node, starts its lease, log server and informers, and
+// returns once the pod caches have synced and processes left by an earlier
+// run in StateDir are adopted or cleaned up.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	for _, d := range []string{podsRoot(cfg.StateDir), logsRoot(cfg.StateDir)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("localnode: create state dir %s: %w", d, err)
+		}
+	}
+	kube, err := kubernetes.NewForConfig(cfg.RESTConfig)
+	if err != nil {
+		return nil, fmt.Errorf("localnode: build clientset: %w", err)
+	}
+	n := &Node{cfg: cfg, kube: kube, log: cfg.Logger.With("node", cfg.Name), workers: map[types.UID]*podWorker{}}
+	n.apiHost, n.apiPort = apiServerHostPort(cfg.RESTConfig.Host)
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	ok := false
+	defer func() {
+		if !ok {
+			n.cancel()
+			n.wg.Wait()
+		}
+	}()
+
+	if n.logServer, err = startLogServer(n, cfg.KubeletPort); err != nil {
+		return nil, err
+	}
+	if err := n.register(ctx); err != nil {
+		_ = n.logServer.close()
+		return nil, err
+	}
+	n.wg.Add(1)
+	go func() { defer n.wg.Done(); n.heartbeat() }()
+
+	n.bindQueue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	n.boundFactory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.Name).String()
+	}))
+	n.unboundFactory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", "").String()
+	}))
+	n.nodeFactory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.Name).String()
+	}))
+	nodeInf := n.nodeFactory.Core().V1().Nodes()
+	n.nodes = nodeInf.Lister()
+	// Labels and taints decide what fits: look at waiting pods again when
+	// they change.
+	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, _ any) { n.enqueueAllUnbound() },
+	}); err != nil {
+		return nil, fmt.Errorf("localnode: watch node: %w", err)
+	}
+	boundInf := n.boundFactory.Core().V1().Pods()
+	unboundInf := n.unboundFactory.Core().V1().Pods()
+	n.bound, n.unbound = boundInf.Lister(), unboundInf.Lister()
+	if _, err := boundInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { n.podChanged(obj) },
+		UpdateFunc: func(_, obj any) { n.podChanged(obj) },
+		DeleteFunc: n.podDeleted,
+	}); err != nil {
+		return nil, fmt.Errorf("localnode: watch bound pods: %w", err)
+	}
+	if _, err := unboundInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    n.enqueueBind,
+		UpdateFunc: func(_, obj any) { n.enqueueBind(obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("localnode: watch unbound pods: %w", err)
+	}
+	// Workers adopt what an earlier run left for their pod; the sweep after
+	// the sync removes only what belongs to pods no longer in the API, so
+	// the two never touch the same pod.
+	n.boundFactory.Start(n.ctx.Done())
+	n.unboundFactory.Start(n.ctx.Done())
+	n.nodeFactory.Start(n.ctx.Done())
+	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
+	defer cancelSync()
+	if !cache.WaitForCacheSync(syncCtx.Done(), boundInf.Informer().HasSynced, unboundInf.Informer().HasSynced, nodeInf.Informer().HasSynced) {
+		_ = n.logServer.close()
+		return nil, errors.New("localnode: pod informers did not sync")
+	}
+	n.sweepOrphans()
+	n.wg.Add(1)
+	go func() { defer n.wg.Done(); n.runBinder() }()
+	ok = true
+	n.log.Info("node started", "kubeletPort", n.logServer.port)
+	return n, nil
+}
+
+// Name is the Node's name.
+func (n *Node) Name() string { return n.cfg.Name }
+
+// KubeletPort is the port the log endpoint listens on.
+func (n *Node) KubeletPort() int { return n.logServer.port }
+
+// Stop stops watching and serving, and kills container processes unless
+// Config.LeavePodsRunning is set. Stop does not
+// delete the Node object: its Lease lapses and the node lifecycle controller
+// marks it NotReady, as with a stopped kubelet.
+func (n *Node) Stop() {
+	n.mu.Lock()
+	if n.stopped {
+		n.mu.Unlock()
+		return
+	}
+	n.stopped = true
+	workers := make([]*podWorker, 0, len(n.workers))
+	for _, w := range n.workers {
+		workers = append(workers, w)
+	}
+	n.mu.Unlock()
+	n.bindQueue.ShutDown()
+	n.cancel()
+	if !n.cfg.LeavePodsRunning {
+		var wg sync.WaitGroup
+		for _, w := range workers {
+			wg.Add(1)
+			go func() { defer wg.Done(); w.killAll(5 * time.Second) }()
+		}
+		wg.Wait()
+	}
+	for _, w := range workers {
+		w.detach()
+	}
+	_ = n.logServer.close()
+	n.boundFactory.Shutdown()
+	n.unboundFactory.Shutdown()
+	n.nodeFactory.Shutdown()
+	n.wg.Wait()
+}
+
+// podChanged hands a bound pod to its worker, creating the worker on first
+// sight.
+func (n *Node) podChanged(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return
+	}
+	if w, ok := n.workers[pod.UID]; ok {
+		w.update(pod)
+		return
+	}
+	w := newPodWorker(n, pod)
+	n.workers[pod.UID] = w
+	n.wg.Add(1)
+	go func() { defer n.wg.Done(); w.run() }()
+}
+
+// podDeleted stops what still runs for a pod removed from the API and
+// removes its state.
+func (n *Node) podDeleted(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	n.mu.Lock()
+	w := n.workers[pod.UID]
+	delete(n.workers, pod.UID)
+	stopped := n.stopped
+	n.mu.Unlock()
+	if stopped {
+		return
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if w != nil {
+			w.gone()
+		}
+		n.removePodState(pod.UID, pod.Namespace, pod.Name)
+	}()
+}
+
+// apiServerHostPort splits the RESTConfig host into what in-cluster clients
+// need as KUBERNETES_SERVICE_HOST and _PORT.
+func apiServerHostPort(host string) (string, string) {
+	u := host
+	for _, p := range []string{"https://", "http://"} {
+		if len(u) > len(p) && u[:len(p)] == p {
+			u = u[len(p):]
+		}
+	}
+	if i := strings.IndexByte(u, '/'); i >= 0 {
+		u = u[:i]
+	}
+	h, p, err := net.SplitHostPort(u)
+	if err != nil {
+		return u, "443"
+	}
+	return h, p
+}
+
+func podsRoot(state string) string { return filepath.Join(state, "pods") }
+func logsRoot(state string) string { return filepath.Join(state, "logs") }
