@@ -96,6 +96,19 @@ fuzz: ## Run every fuzz target for FUZZTIME each.
 	      echo "== $$pkg $$f"; go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg; \
 	    done; done); done
 
+DEMO_BIN := $(CACHE)/demo/bin
+.PHONY: demo
+demo: kube-binaries ## Run the platform locally: control plane, localnode, NATS, agent-controller, demo runs.
+	@mkdir -p $(DEMO_BIN)
+	@echo "building the platform's binaries into $(DEMO_BIN)"
+	@CGO_ENABLED=0 go build -o $(DEMO_BIN)/ ./tools/kubestack ./tools/demo ./tools/agentctl ./tools/mockagent ./services/agent-controller ./services/supervisor
+	@$(DEMO_BIN)/mockagent install $(DEMO_BIN)/bundle >/dev/null
+	@$(DEMO_BIN)/demo up --bin $(DEMO_BIN) --repo $(CURDIR)
+
+.PHONY: demo-down
+demo-down: ## Stop everything make demo started and remove its state.
+	@if [ -x $(DEMO_BIN)/demo ]; then $(DEMO_BIN)/demo down --bin $(DEMO_BIN); else $(MAKE) --no-print-directory kubestack-down; fi
+
 .PHONY: kubestack-up
 kubestack-up: kubestack ## Start etcd, kube-apiserver and kube-controller-manager on loopback.
 	@$(KUBESTACK) up

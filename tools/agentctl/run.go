@@ -157,8 +157,10 @@ func followEvents(ctx context.Context, g *globals, ns, name string, out io.Write
 	defer nc.Close()
 	for ctx.Err() == nil {
 		err := events.Replay(ctx, js, events.Filter{Namespace: ns, Agent: name}, events.ReplayOptions{Follow: true}, func(ev *eventsv1.RunEvent) error {
-			fmt.Fprintf(out, "  %4d  %s\n", ev.GetSequence(), digest.Line(ev))
-			if lc := ev.GetLifecycle(); lc != nil && (lc.GetStatus() == "succeeded" || lc.GetStatus() == "failed") {
+			if digest.Interesting(ev) {
+				fmt.Fprintf(out, "  %4d  %s\n", ev.GetSequence(), digest.Line(ev))
+			}
+			if digest.Final(ev) {
 				return events.ErrStop
 			}
 			return nil

@@ -89,3 +89,19 @@ func short(s string) string {
 	}
 	return s
 }
+
+// Interesting keeps a terminal view readable: the init container's progress
+// ticks and unclassified CLI lines stay in NATS and the sinks, off screen.
+func Interesting(ev *eventsv1.RunEvent) bool {
+	if lc := ev.GetLifecycle(); lc != nil {
+		return lc.GetPhase() != "init" || lc.GetStatus() != "running"
+	}
+	return ev.GetKind() != eventsv1.EventKind_EVENT_KIND_RAW
+}
+
+// Final reports whether ev is the run's own terminal lifecycle event
+// (agent/succeeded or agent/failed), after which a run emits nothing more.
+func Final(ev *eventsv1.RunEvent) bool {
+	lc := ev.GetLifecycle()
+	return lc != nil && lc.GetPhase() == "agent" && (lc.GetStatus() == "succeeded" || lc.GetStatus() == "failed")
+}

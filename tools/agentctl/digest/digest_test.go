@@ -35,3 +35,27 @@ func TestLine(t *testing.T) {
 		})
 	}
 }
+
+func TestInterestingAndFinal(t *testing.T) {
+	lc := func(phase, status string) *eventsv1.RunEvent {
+		return &eventsv1.RunEvent{Payload: &eventsv1.RunEvent_Lifecycle{Lifecycle: &eventsv1.Lifecycle{Phase: phase, Status: status}}}
+	}
+	cases := []struct {
+		rule              string
+		ev                *eventsv1.RunEvent
+		interesting, last bool
+	}{
+		{"init progress ticks are hidden", lc("init", "running"), false, false},
+		{"init's end is shown but is not the run's end", lc("init", "succeeded"), true, false},
+		{"agent/succeeded ends the run", lc("agent", "succeeded"), true, true},
+		{"agent/failed ends the run", lc("agent", "failed"), true, true},
+		{"unclassified lines are hidden", &eventsv1.RunEvent{Kind: eventsv1.EventKind_EVENT_KIND_RAW}, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			if Interesting(c.ev) != c.interesting || Final(c.ev) != c.last {
+				t.Errorf("Interesting %v Final %v", Interesting(c.ev), Final(c.ev))
+			}
+		})
+	}
+}

@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/events"
+	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
+)
+
+// recipe creates an AgentDefinition and a Station for it in ns.
+func recipe(t *testing.T, ns, name, model, prompt string, deadline int32, vars map[string]string) {
+	t.Helper()
+	def := &agentsv1alpha1.AgentDefinition{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: agentsv1alpha1.AgentDefinitionSpec{Model: model, Prompt: prompt, Resources: &agentsv1alpha1.AgentResources{}}}
+	for k, v := range vars {
+		def.Spec.Resources.Env = append(def.Spec.Resources.Env, agentsv1alpha1.EnvEntry{Name: k, Value: v})
+	}
+	st := &agentsv1alpha1.Station{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: agentsv1alpha1.StationSpec{AgentDefRef: name, DeadlineMinutes: deadline,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "agentplane/runner:e2e"}}}}}}
+	for _, o := range []client.Object{def, st} {
+		if err := env.Client.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func launch(t *testing.T, ns, name, station string, params map[string]string) {
+	t.Helper()
+	a := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: agentsv1alpha1.AgentSpec{StationRef: station, Parameters: params}}
+	if err := env.Client.Create(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitTerminal(t *testing.T, ns, name string, within time.Duration) *agentsv1alpha1.Agent {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		a := &agentsv1alpha1.Agent{}
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, a); err == nil && a.Status.Phase.IsTerminal() {
+			return a
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent %s not terminal after %s: %+v", name, within, a.Status)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// runEvents reads every stored event of one run from JetStream.
+func runEvents(t *testing.T, ns, name string) []*eventsv1.RunEvent {
+	t.Helper()
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	evs, err := events.ReadAll(ctx, js, events.Filter{Namespace: ns, Agent: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func lifecycles(evs []*eventsv1.RunEvent) []string {
+	var out []string
+	for _, ev := range evs {
+		if lc := ev.GetLifecycle(); lc != nil {
+			out = append(out, lc.GetPhase()+"/"+lc.GetStatus())
+		}
+	}
+	return out
+}
+
+// TestARunSucceedsEndToEnd: a Claude recipe runs through a real Job on the
+// local node; the supervisor drives the mock CLI; the events reach NATS in
+// order and the log tail reaches status.output through pods/log.
+func TestARunSucceedsEndToEnd(t *testing.T) {
+	ns := env.Namespace(t)
+	recipe(t, ns, "fixer", "claude-opus-5-5", "Fix issue {issue}", 5, nil)
+	launch(t, ns, "fix-42", "fixer", map[string]string{"issue": "42"})
+	a := waitTerminal(t, ns, "fix-42", 2*time.Minute)
+	if a.Status.Phase != agentsv1alpha1.PhaseSucceeded || *a.Status.ExitCode != 0 {
+		t.Fatalf("status %+v", a.Status)
+	}
+	if !strings.Contains(a.Status.Output, `"type":"result"`) {
+		t.Errorf("status.output lacks the CLI's result line (read back through pods/log):\n%s", a.Status.Output)
+	}
+	evs := runEvents(t, ns, "fix-42")
+	kinds := map[eventsv1.EventKind]int{}
+	for i, ev := range evs {
+		kinds[ev.GetKind()]++
+		if ev.GetSequence() != uint64(i+1) {
+			t.Fatalf("event %d has sequence %d: stored out of order or twice", i, ev.GetSequence())
+		}
+	}
+	if kinds[eventsv1.EventKind_EVENT_KIND_TOOL_CALL] == 0 || kinds[eventsv1.EventKind_EVENT_KIND_RESULT] != 1 {
+		t.Errorf("event kinds %v: want tool calls and one result", kinds)
+	}
+	lc := lifecycles(evs)
+	if len(lc) < 4 || lc[0] != "init/started" || lc[len(lc)-2] != "agent/started" || lc[len(lc)-1] != "agent/succeeded" {
+		t.Errorf("lifecycle events %v: want the init container's, then agent/started … agent/succeeded", lc)
+	}
+}
+
+// TestAFailingCLIFailsTheAgentWithItsExitCode: the CLI's exit code becomes
+// the container's and then the Agent's.
+func TestAFailingCLIFailsTheAgentWithItsExitCode(t *testing.T) {
+	ns := env.Namespace(t)
+	recipe(t, ns, "reviewer", "gpt-5-codex", "mock:fail review", 5, map[string]string{"MOCKAGENT_EXIT": "3"})
+	launch(t, ns, "review-7", "reviewer", nil)
+	a := waitTerminal(t, ns, "review-7", 2*time.Minute)
+	if a.Status.Phase != agentsv1alpha1.PhaseFailed || *a.Status.ExitCode != 3 {
+		t.Fatalf("status %+v", a.Status)
+	}
+	if a.Status.FailureReason == "" || a.Status.Output == "" {
+		t.Errorf("a failed run keeps a reason and its output: %+v", a.Status)
+	}
+	if lc := lifecycles(runEvents(t, ns, "review-7")); len(lc) == 0 || lc[len(lc)-1] != "agent/failed" {
+		t.Errorf("lifecycle events %v", lc)
+	}
+}
+
+// The deadline path (a one-minute Station, exit 124) runs in
+// TestTheDemoScenario as summarize-week.

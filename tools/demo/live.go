@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/events"
+	"github.com/agentplane/agentplane/tools/agentctl/digest"
+	"github.com/agentplane/agentplane/tools/demo/scenario"
+)
+
+// showRuns applies the demo recipes, launches the runs, prints their phase
+// changes and a digest of their events until all are finished, then the
+// summary table.
+func showRuns(ctx context.Context, kubeconfig, natsURL, manifests string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := agentsv1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}}); err != nil {
+		return fmt.Errorf("create namespace: %w", err)
+	}
+	if err := scenario.Apply(ctx, c, demoNamespace, manifests, os.Stdout); err != nil {
+		return err
+	}
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		return fmt.Errorf("connect to NATS: %w", err)
+	}
+	defer nc.Close()
+	lines := make(chan string, 4096)
+	sub, err := nc.Subscribe("agents."+demoNamespace+".>", func(m *nats.Msg) {
+		if ev, err := events.Decode(m.Data); err == nil && digest.Interesting(ev) {
+			select {
+			case lines <- fmt.Sprintf("  %-15s %s", ev.GetRun().GetAgent(), digest.Line(ev)):
+			default: // the screen is a digest; NATS keeps every event
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := scenario.Launch(ctx, c, demoNamespace, os.Stdout); err != nil {
+		return err
+	}
+
+	fmt.Println("\n  live: phase changes and each run's events (from NATS)")
+	flush := func() {
+		for {
+			select {
+			case l := <-lines:
+				fmt.Println(l)
+			default:
+				return
+			}
+		}
+	}
+	phases := map[string]agentsv1alpha1.AgentPhase{}
+	deadline := time.Now().Add(4 * time.Minute)
+	for {
+		flush()
+		list := &agentsv1alpha1.AgentList{}
+		if err := c.List(ctx, list, client.InNamespace(demoNamespace)); err != nil {
+			return err
+		}
+		done := 0
+		for _, a := range list.Items {
+			p := a.Status.Phase
+			if p == "" {
+				p = agentsv1alpha1.PhasePending
+			}
+			if phases[a.Name] != p {
+				fmt.Printf("  %-15s ── %s\n", a.Name, p)
+				phases[a.Name] = p
+			}
+			if p.IsTerminal() {
+				done++
+			}
+		}
+		finished := done == len(scenario.Runs)
+		if finished || time.Now().After(deadline) || ctx.Err() != nil {
+			time.Sleep(500 * time.Millisecond)
+			flush()
+			fmt.Println("\n  summary")
+			if err := scenario.Summary(ctx, c, demoNamespace, os.Stdout); err != nil {
+				return err
+			}
+			if !finished {
+				return errors.New("not every run finished within 4 minutes; see the table above and the agent-controller log")
+			}
+			return promisesKept(list.Items)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// promisesKept fails the demo when a run did not end as its recipe
+// promises, so a broken platform never looks like a working demo.
+func promisesKept(agents []agentsv1alpha1.Agent) error {
+	byName := map[string]*agentsv1alpha1.Agent{}
+	for i := range agents {
+		byName[agents[i].Name] = &agents[i]
+	}
+	var broken []string
+	for _, r := range scenario.Runs {
+		if a, ok := byName[r.Name]; !ok {
+			broken = append(broken, r.Name+": missing")
+		} else if why := r.Check(a); why != "" {
+			broken = append(broken, why)
+		}
+	}
+	if len(broken) > 0 {
+		return fmt.Errorf("runs that did not end as promised: %v", broken)
+	}
+	fmt.Println("\n  every run ended as its recipe promises")
+	return nil
+}

@@ -1,0 +1,226 @@
+// Command demo runs agentplane's main job on one machine: a real control
+// plane with a local node (kubestack), NATS with JetStream, the
+// agent-controller, and run pods whose supervisor drives the mock vendor
+// CLIs. It launches a handful of runs, shows them live, ends with a summary
+// and leaves everything up to explore. `make demo` builds the binaries and
+// runs `demo up`; `make demo-down` runs `demo down`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+const (
+	natsPort       = 4222
+	controllerAddr = "127.0.0.1:8081"
+	demoNamespace  = "agentplane-demo"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: demo up|down [--bin DIR] [--repo DIR]")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1], os.Args[2:]); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func cacheRoot() string {
+	if d := os.Getenv("AGENTPLANE_CACHE"); d != "" {
+		return d
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "agentplane")
+}
+
+func run(ctx context.Context, cmd string, args []string) error {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	bin := fs.String("bin", filepath.Join(cacheRoot(), "demo", "bin"), "directory of the built binaries")
+	repo := fs.String("repo", ".", "repository root (for examples/demo)")
+	store := fs.String("store", "", "JetStream store directory (nats only)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	state := filepath.Join(cacheRoot(), "demo", "state")
+	switch cmd {
+	case "up":
+		return up(ctx, *bin, *repo, state)
+	case "down":
+		return down(*bin, state)
+	case "nats":
+		return serveNATS(ctx, *store)
+	}
+	return fmt.Errorf("unknown command %q", cmd)
+}
+
+func down(bin, state string) error {
+	if err := stopAll(state); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+	}
+	out, err := exec.Command(filepath.Join(bin, "kubestack"), "down").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kubestack down: %v\n%s", err, out)
+	}
+	if err := os.RemoveAll(state); err != nil {
+		return err
+	}
+	fmt.Println("demo: stopped; the control plane, localnode, NATS and the agent-controller are gone")
+	return nil
+}
+
+func up(ctx context.Context, bin, repo, state string) error {
+	start := time.Now()
+	step := func(format string, args ...any) {
+		fmt.Printf("\n▶ "+format+"  (%s)\n", append(args, time.Since(start).Round(time.Second))...)
+	}
+	// A second demo starts clean: stop what the first left.
+	_ = stopAll(state)
+	_ = exec.Command(filepath.Join(bin, "kubestack"), "down").Run()
+	_ = os.RemoveAll(state)
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		return err
+	}
+	if err := checkFree(natsPort, "NATS"); err != nil {
+		return err
+	}
+	if err := checkFree(8081, "the agent-controller's metrics"); err != nil {
+		return err
+	}
+
+	step("starting the control plane (etcd, kube-apiserver, kube-controller-manager) and localnode")
+	ks := exec.CommandContext(ctx, filepath.Join(bin, "kubestack"), "up", "--crds", filepath.Join(repo, "deploy", "crds"))
+	ks.Stdout, ks.Stderr = os.Stderr, os.Stderr
+	if err := ks.Run(); err != nil {
+		return fmt.Errorf("kubestack up: %w", err)
+	}
+	kubeconfig := filepath.Join(cacheRoot(), "stack", "kubeconfig")
+
+	step("starting NATS with JetStream on 127.0.0.1:%d", natsPort)
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if _, err := spawn(state, "nats", self, []string{"nats", "--store", filepath.Join(state, "jetstream")}, nil); err != nil {
+		return err
+	}
+	if err := waitTCP(ctx, fmt.Sprintf("127.0.0.1:%d", natsPort), 20*time.Second); err != nil {
+		return fmt.Errorf("NATS did not start (log %s): %w", filepath.Join(state, "logs", "nats.log"), err)
+	}
+
+	step("starting the agent-controller")
+	natsURL := fmt.Sprintf("nats://127.0.0.1:%d", natsPort)
+	if _, err := spawn(state, "agent-controller", filepath.Join(bin, "agent-controller"), []string{
+		"--kubeconfig", kubeconfig, "--leader-elect=false", "--addr", controllerAddr,
+		"--supervisor-path", filepath.Join(bin, "supervisor"), "--supervisor-image", "agentplane/supervisor:demo",
+		"--nats-url", natsURL, "--poll-interval", "5s",
+	}, nil); err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, "http://"+controllerAddr+"/readyz", 30*time.Second); err != nil {
+		return fmt.Errorf("the agent-controller is not ready (log %s): %w", filepath.Join(state, "logs", "agent-controller.log"), err)
+	}
+
+	step("applying examples/demo and launching the runs")
+	if err := showRuns(ctx, kubeconfig, natsURL, filepath.Join(repo, "examples", "demo")); err != nil {
+		return err
+	}
+	fmt.Printf(`
+Everything is still running. Explore:
+
+  export KUBECONFIG=%s
+  %s/kubectl get agents -n %s          # the same table as above
+  %s/agentctl -n %s logs fix-issue-42  # a run's output
+  %s/agentctl -n %s events fix-issue-42
+  %s/agentctl -n %s run --station bug-fixer --param issue=7 --param repo=acme/shop --follow --wait
+  NATS subject of every run event: agents.%s.<agent>.<kind> (stream AGENT_EVENTS, %s)
+  controller metrics: http://%s/metrics
+
+Stop it all with: make demo-down   (took %s)
+`, kubeconfig, kubectlDir(), demoNamespace, bin, demoNamespace, bin, demoNamespace, bin, demoNamespace, demoNamespace, natsURL, controllerAddr, time.Since(start).Round(time.Second))
+	return nil
+}
+
+func kubectlDir() string {
+	out, err := exec.Command(filepath.Join(cacheRoot(), "bin", "kubestack"), "assets").Output()
+	if err != nil {
+		return filepath.Join(cacheRoot(), "kube", "<version>")
+	}
+	return string(out[:len(out)-1])
+}
+
+func checkFree(port int, what string) error {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return fmt.Errorf("port %d (for %s) is taken: %v; stop what holds it (or run make demo-down)", port, what, err)
+	}
+	return l.Close()
+}
+
+func waitTCP(ctx context.Context, addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return c.Close()
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func waitHTTP(ctx context.Context, url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// serveNATS runs a NATS server with JetStream until SIGTERM.
+func serveNATS(ctx context.Context, store string) error {
+	if store == "" {
+		return errors.New("--store is required")
+	}
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: natsPort, JetStream: true, StoreDir: store})
+	if err != nil {
+		return fmt.Errorf("NATS: %w", err)
+	}
+	ns.ConfigureLogger()
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		return errors.New("NATS did not become ready")
+	}
+	<-ctx.Done()
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	return nil
+}
