@@ -72,7 +72,7 @@ verify-generate: generate ## Fail when generated files differ from the committed
 .PHONY: lint
 lint: $(GOLANGCI_LINT) $(BUF) ## gofmt, go vet, golangci-lint and buf lint.
 	@bad="$$(gofmt -l $(MODULES))"; if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
-	@for m in $(MODULES); do (cd $$m && go vet ./... && $(GOLANGCI_LINT) run ./...); done
+	@for m in $(MODULES); do (cd $$m && go vet ./... && $(GOLANGCI_LINT) run --allow-parallel-runners ./...); done
 	cd proto && $(BUF) lint
 
 BENCH_N ?= 1000
