@@ -145,7 +145,7 @@ func up(ctx context.Context, bin, repo, state string) error {
 Everything is still running. Explore:
 
   export KUBECONFIG=%s
-  %s/kubectl get agents -n %s          # the same table as above
+  %s/kubectl get agents -A                     # the same runs, as kubectl shows them
   %s/agentctl -n %s logs fix-issue-42  # a run's output
   %s/agentctl -n %s events fix-issue-42
   %s/agentctl -n %s run --station bug-fixer --param issue=7 --param repo=acme/shop --follow --wait
@@ -153,7 +153,7 @@ Everything is still running. Explore:
   controller metrics: http://%s/metrics
 
 Stop it all with: make demo-down   (took %s)
-`, kubeconfig, kubectlDir(), demoNamespace, bin, demoNamespace, bin, demoNamespace, bin, demoNamespace, demoNamespace, natsURL, controllerAddr, time.Since(start).Round(time.Second))
+`, kubeconfig, kubectlDir(), bin, demoNamespace, bin, demoNamespace, bin, demoNamespace, demoNamespace, natsURL, controllerAddr, time.Since(start).Round(time.Second))
 	return nil
 }
 
