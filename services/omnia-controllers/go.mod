@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/agentplane/agentplane/libs v0.0.0-00010101000000-000000000000
+	github.com/agentplane/agentplane/tools v0.0.0-00010101000000-000000000000
 	github.com/go-logr/logr v1.4.3
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	golang.org/x/text v0.43.0
@@ -37,7 +38,7 @@ require (
 	github.com/go-openapi/swag/stringutils v0.27.1 // indirect
 	github.com/go-openapi/swag/typeutils v0.27.1 // indirect
 	github.com/go-openapi/swag/yamlutils v0.27.1 // indirect
-	github.com/google/gnostic-models v0.7.0 // indirect
+	github.com/google/gnostic-models v0.7.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
@@ -71,3 +72,5 @@ require (
 )
 
 replace github.com/agentplane/agentplane/libs => ../../libs
+
+replace github.com/agentplane/agentplane/tools => ../../tools

@@ -32,6 +32,12 @@ var testConfig = Config{RuntimeImage: "agentplane/stand-in-runtime:test", Runtim
 // together, as the binary does, counting AgentRuntime passes.
 func startAll(t *testing.T) *ctrltest.Counter {
 	t.Helper()
+	return startAllWith(t, testConfig)
+}
+
+// startAllWith is startAll with the given operator configuration.
+func startAllWith(t *testing.T, cfg Config) *ctrltest.Counter {
+	t.Helper()
 	v, err := promptpack.NewSchemaValidator()
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +51,7 @@ func startAll(t *testing.T) *ctrltest.Counter {
 			return (&provider.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, nil)
 		},
 		func(mgr ctrl.Manager) error {
-			r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("agentruntime-controller"), Config: testConfig}
+			r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("agentruntime-controller"), Config: cfg}
 			counter.Inner = r
 			return r.SetupWithManager(mgr, counter)
 		})
