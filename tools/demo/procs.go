@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	procutil "github.com/agentplane/agentplane/tools/internal/proc"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	procutil "github.com/agentplane/agentplane/tools/internal/proc"
 )
 
 // proc is a background process the demo started and `down` stops.

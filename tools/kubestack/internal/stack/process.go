@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/agentplane/agentplane/tools/internal/proc"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentplane/agentplane/tools/internal/proc"
 )
 
 // process is one control-plane component started detached from kubestack, so
