@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
 )
 
@@ -37,18 +38,10 @@ func benchN() int {
 	return 1000
 }
 
-// report appends a line to the file named by AGENTPLANE_BENCH_OUT (and the
-// test log), for docs/benchmarks.md.
+// report records one figure for docs/benchmarks.md.
 func report(t *testing.T, format string, args ...any) {
-	line := fmt.Sprintf(format, args...)
-	t.Log(line)
-	if p := os.Getenv("AGENTPLANE_BENCH_OUT"); p != "" {
-		f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err == nil {
-			_, _ = fmt.Fprintln(f, line)
-			_ = f.Close()
-		}
-	}
+	t.Helper()
+	testenv.BenchReport(t, fmt.Sprintf(format, args...))
 }
 
 // startBinary runs the real agent-controller binary against the control

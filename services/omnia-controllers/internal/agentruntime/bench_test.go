@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/tools/localnode/node"
 )
 
@@ -145,21 +146,8 @@ func serveReadyz(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 }
 
-// report appends a line to the file named by AGENTPLANE_BENCH_OUT (and the
-// test log), for docs/benchmarks.md.
+// report records one figure for docs/benchmarks.md.
 func report(t *testing.T, format string, args ...any) {
 	t.Helper()
-	line := fmt.Sprintf(format, args...)
-	t.Log(line)
-	p := os.Getenv("AGENTPLANE_BENCH_OUT")
-	if p == "" {
-		return
-	}
-	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Logf("bench report: %v", err)
-		return
-	}
-	defer func() { _ = f.Close() }()
-	_, _ = fmt.Fprintln(f, line)
+	testenv.BenchReport(t, fmt.Sprintf(format, args...))
 }

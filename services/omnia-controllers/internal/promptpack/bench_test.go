@@ -3,7 +3,6 @@ package promptpack
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
 )
 
@@ -112,24 +112,9 @@ func BenchmarkConverge100x10(b *testing.B) {
 		b.ReportMetric(float64(total)/float64(names*versions), "reconciles/pack")
 		b.ReportMetric(float64(tail), "tail-reconciles")
 		b.ReportMetric(float64(idle), "idle-reconciles/5s")
-		report(b, fmt.Sprintf("| omnia-controllers PromptPack | %d names × %d versions created at once | create %.1f s, converged %.1f s, %.2f reconciles/pack, %d queued after, %d in a 5 s idle window |",
+		testenv.BenchReport(b, fmt.Sprintf("| omnia-controllers PromptPack | %d names × %d versions created at once | create %.1f s, converged %.1f s, %.2f reconciles/pack, %d queued after, %d in a 5 s idle window |",
 			names, versions, created.Seconds(), converged.Seconds(), float64(total)/float64(names*versions), tail, idle))
 	}
-}
-
-// report appends a line to the file `make bench` collects figures in.
-func report(b *testing.B, line string) {
-	path := os.Getenv("AGENTPLANE_BENCH_OUT")
-	if path == "" {
-		return
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		b.Logf("bench report: %v", err)
-		return
-	}
-	defer func() { _ = f.Close() }()
-	_, _ = fmt.Fprintln(f, line)
 }
 
 func createVersion(ctx context.Context, ns string, n, ver int) error {
