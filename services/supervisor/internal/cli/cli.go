@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/prompt"
 	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/vendors"
-	"github.com/agentplane/agentplane/services/supervisor/internal/prompt"
 	"github.com/agentplane/agentplane/services/supervisor/internal/runenv"
 )
 
