@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -24,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/events"
+	batchpb "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/config"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/controller"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
@@ -84,10 +88,35 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	m := metrics.New()
 	opts := controller.Options{
 		Namespace: cfg.Namespace, Workers: cfg.Workers, PollInterval: cfg.PollInterval, PageSize: cfg.PageSize, Log: log,
+		BatchCleanupBackoff: cfg.BatchCleanupBackoff,
 		Reconcile: reconcile.Config{
 			MaxOutputBytes: cfg.MaxOutputBytes, RealtimeEnabled: cfg.RealtimeEnabled,
+			BatchEnabled: cfg.BatchEnabled, BatchPoll: cfg.BatchPoll, BatchTimeoutUnit: cfg.BatchTimeoutUnit,
 			Job: jobbuild.Config{SupervisorImage: cfg.SupervisorImage, SupervisorPath: cfg.SupervisorPath, NATSURL: cfg.NATSURL},
 		},
+	}
+	if cfg.BatchEnabled {
+		conn, err := grpc.NewClient(cfg.BatchPollerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return fmt.Errorf("batch-poller client for %s: %w", cfg.BatchPollerAddr, err)
+		}
+		defer func() { _ = conn.Close() }()
+		opts.Batch = batchpb.NewBatchServiceClient(conn)
+	}
+	if cfg.BatchEnabled && cfg.NATSURL != "" {
+		// Batch runs have no supervisor: the controller publishes their
+		// events and hears batch-poller's completion notices.
+		pub, err := events.NewPublisher(events.PublisherOptions{URL: cfg.NATSURL, Name: "agent-controller " + cfg.Identity, Logger: log})
+		if err != nil {
+			log.Warn("no NATS for batch runs: no stream events, no completion notices", "error", err)
+		} else {
+			defer func() {
+				sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_ = pub.Close(sctx)
+			}()
+			opts.Events = pub
+		}
 	}
 	state := &leader.State{}
 	srv := &http.Server{Addr: cfg.Addr, Handler: handler(m, state), ReadHeaderTimeout: 5 * time.Second}

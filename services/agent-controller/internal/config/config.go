@@ -29,10 +29,22 @@ type Config struct {
 	RenewDeadline   time.Duration
 	RetryPeriod     time.Duration
 	RealtimeEnabled bool
-	LogLevel        string
-	NATSURL         string
-	QPS             float64
-	Burst           int
+	// BatchEnabled accepts execution: batch (the components/batch deploy).
+	BatchEnabled bool
+	// BatchPollerAddr is batch-poller's gRPC address.
+	BatchPollerAddr string
+	// BatchPoll is how often a Running batch run is looked at.
+	BatchPoll time.Duration
+	// BatchTimeoutUnit is what one batch.timeoutMinutes counts (tests
+	// shorten it).
+	BatchTimeoutUnit time.Duration
+	// BatchCleanupBackoff is the first wait before retrying a failed
+	// batch cleanup.
+	BatchCleanupBackoff time.Duration
+	LogLevel            string
+	NATSURL             string
+	QPS                 float64
+	Burst               int
 }
 
 // Parse reads args (without the program name) and env.
@@ -62,6 +74,11 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.DurationVar(&c.RenewDeadline, "renew-deadline", 10*time.Second, "how long the leader retries renewing before it steps down")
 	fs.DurationVar(&c.RetryPeriod, "retry-period", 5*time.Second, "how often the Lease is renewed or contended")
 	fs.BoolVar(&c.RealtimeEnabled, "realtime-enabled", env("REALTIME_ENABLED", "false") == "true", "accept execution: realtime (env REALTIME_ENABLED)")
+	fs.BoolVar(&c.BatchEnabled, "batch-enabled", env("BATCH_ENABLED", "false") == "true", "accept execution: batch, submitted through batch-poller (env BATCH_ENABLED)")
+	fs.StringVar(&c.BatchPollerAddr, "batch-poller-addr", env("BATCH_POLLER_ADDR", "batch-poller:9090"), "gRPC address of batch-poller (env BATCH_POLLER_ADDR)")
+	pollSeconds := fs.String("batch-poll-seconds", env("BATCH_POLL_SECONDS", "60"), "look at a Running batch run at most this often, in seconds, unless batch-poller announces its end (env BATCH_POLL_SECONDS)")
+	fs.DurationVar(&c.BatchTimeoutUnit, "batch-timeout-unit", time.Minute, "length of one batch.timeoutMinutes; for tests only")
+	fs.DurationVar(&c.BatchCleanupBackoff, "batch-cleanup-backoff", time.Second, "first wait before retrying a failed batch cleanup; doubles per attempt up to a minute")
 	fs.StringVar(&c.NATSURL, "nats-url", getenv("NATS_URL"), "NATS server run pods publish their events to, as AGENT_NATS_URL; none when empty (env NATS_URL)")
 	fs.Float64Var(&c.QPS, "kube-api-qps", 500, "client-side rate limit of requests to the API server, per second")
 	fs.IntVar(&c.Burst, "kube-api-burst", 1000, "client-side burst of requests to the API server")
@@ -74,6 +91,14 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		return nil, fmt.Errorf("MAX_OUTPUT_BYTES / --max-output-bytes must be a positive number of bytes, got %q", *maxOut)
 	}
 	c.MaxOutputBytes = n
+	secs, err := strconv.ParseFloat(*pollSeconds, 64)
+	if err != nil || secs <= 0 {
+		return nil, fmt.Errorf("BATCH_POLL_SECONDS / --batch-poll-seconds must be a positive number of seconds, got %q", *pollSeconds)
+	}
+	c.BatchPoll = time.Duration(secs * float64(time.Second))
+	if c.BatchTimeoutUnit <= 0 || c.BatchCleanupBackoff <= 0 {
+		return nil, fmt.Errorf("--batch-timeout-unit and --batch-cleanup-backoff must be positive, got %s and %s", c.BatchTimeoutUnit, c.BatchCleanupBackoff)
+	}
 	if c.Workers < 1 {
 		return nil, fmt.Errorf("WORKERS / --workers must be at least 1, got %d", c.Workers)
 	}

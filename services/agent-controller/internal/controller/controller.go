@@ -23,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/events"
+	batchpb "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
 )
@@ -51,6 +53,14 @@ type Options struct {
 	Now func() time.Time
 	// Log receives structured logs; slog.Default when nil.
 	Log *slog.Logger
+	// Batch is the batch-poller client; nil when batch runs are disabled.
+	Batch batchpb.BatchServiceClient
+	// Events publishes batch runs' events to the platform stream and
+	// carries batch-poller's completion notices; nil without NATS.
+	Events *events.Publisher
+	// BatchCleanupBackoff is the wait before retrying a failed batch
+	// cleanup, doubled per attempt; default 1s.
+	BatchCleanupBackoff time.Duration
 }
 
 // Controller drives Agents through their lifecycle.
@@ -72,6 +82,13 @@ type Controller struct {
 
 	synced       atomic.Bool
 	pollFailures atomic.Int32
+
+	// batchAsked holds when each batch run (by uid) was last asked about,
+	// batchNoticed the runs a completion notice arrived for.
+	batchAsked   sync.Map
+	batchNoticed sync.Map
+	// notices tracks sink deliveries still in progress.
+	notices sync.WaitGroup
 }
 
 // New returns a Controller; Run starts it.
@@ -96,6 +113,15 @@ func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts
 	}
 	if opts.Reconcile.Job.SupervisorPath == "" {
 		opts.Reconcile.Job.SupervisorPath = "/supervisor"
+	}
+	if opts.BatchCleanupBackoff <= 0 {
+		opts.BatchCleanupBackoff = time.Second
+	}
+	if opts.Reconcile.BatchPoll <= 0 {
+		opts.Reconcile.BatchPoll = reconcile.DefaultBatchPoll
+	}
+	if opts.Reconcile.BatchTimeoutUnit <= 0 {
+		opts.Reconcile.BatchTimeoutUnit = time.Minute
 	}
 	if opts.Reconcile.MaxOutputBytes <= 0 {
 		opts.Reconcile.MaxOutputBytes = reconcile.DefaultMaxOutputBytes
@@ -178,6 +204,16 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.synced.Store(true)
 	c.log.Info("agent cache synced", "agents", len(c.agents.GetStore().ListKeys()))
+	if c.opts.Events != nil && c.opts.Batch != nil {
+		// Completion notices only wake runs early; the poll still finds
+		// every finished batch if one is missed.
+		sub, err := events.SubscribeBatchNotices(c.opts.Events.Conn(), "", "", c.noticeBatch)
+		if err != nil {
+			c.log.Warn("no batch completion notices; relying on polling", "error", err)
+		} else {
+			defer func() { _ = sub.Unsubscribe() }()
+		}
+	}
 
 	var wg sync.WaitGroup
 	for i := 0; i < c.opts.Workers; i++ {
@@ -196,6 +232,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
+	c.notices.Wait()
 	c.synced.Store(false)
 	return nil
 }

@@ -37,16 +37,39 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 		return resultOK, nil
 	}
 	cached, ok := obj.(*agentsv1alpha1.Agent)
-	if !ok || cached.Status.Phase.IsTerminal() || cached.DeletionTimestamp != nil {
+	if !ok {
+		return resultOK, nil
+	}
+	if reconcile.NeedsBatchCleanup(cached) {
+		// Recorded, timed out or being deleted: the provider's batch goes
+		// first, then the finalizer.
+		return c.cleanupBatch(ctx, key, cached.DeepCopy())
+	}
+	if cached.Status.Phase.IsTerminal() || cached.DeletionTimestamp != nil {
 		// Terminal → terminal is a no-op: no I/O at all.
 		return resultOK, nil
 	}
 	agent := cached.DeepCopy()
 	snap := reconcile.Snapshot{Agent: agent, Config: c.opts.Reconcile}
 
-	pending := !reconcile.NeedsJob(agent)
 	stationKey := agent.Namespace + "/" + agent.Spec.StationRef
-	if pending {
+	switch {
+	case reconcile.IsBatchRun(agent):
+		if err := c.ensureFinalizer(ctx, agent); err != nil {
+			return resultError, err
+		}
+		if err := c.readRefs(ctx, &snap); err != nil {
+			return resultError, err
+		}
+		if err := c.askBatch(ctx, &snap); err != nil {
+			return resultError, err
+		}
+	case reconcile.NeedsJob(agent):
+		if err := c.readRun(ctx, &snap); err != nil {
+			return resultError, err
+		}
+	default:
+		// Pending, or a batch fallback waiting for a slot: admission.
 		if err := c.readRefs(ctx, &snap); err != nil {
 			return resultError, err
 		}
@@ -59,12 +82,13 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 		}
 		snap.StationRuns = c.cachedRuns(agent.Namespace, agent.Spec.StationRef)
 		snap.InFlight = c.inflight.count(stationKey, agent.Name, snap.StationRuns)
-	} else if err := c.readRun(ctx, &snap); err != nil {
-		return resultError, err
 	}
 	snap.Now = c.opts.Now()
 
 	plan := reconcile.Decide(snap)
+	if plan.RequeueAfter > 0 {
+		c.queue.AddAfter(key, plan.RequeueAfter)
+	}
 	if plan.Empty() {
 		return resultOK, nil
 	}
@@ -182,6 +206,16 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 		}
 		c.log.Info("preempted the oldest running run (concurrencyPolicy Replace)", "agent", v.Name, "for", agent.Name, "station", agent.Spec.StationRef)
 	}
+	if plan.Submit != nil {
+		refused, retry := c.submit(ctx, snap, &plan)
+		switch {
+		case retry != nil:
+			return resultError, retry
+		case refused != "":
+			snap.Now = c.opts.Now()
+			return c.apply(ctx, agent, snap, reconcile.SubmitRefused(snap, refused))
+		}
+	}
 	if plan.CreateJob != nil {
 		_, err := c.kube.BatchV1().Jobs(agent.Namespace).Create(ctx, plan.CreateJob, metav1.CreateOptions{})
 		if apierrors.IsInvalid(err) {
@@ -206,9 +240,20 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 			return resultError, fmt.Errorf("patch status of Agent %s: %w", agent.Name, err)
 		}
 		c.storeIfNewer(patched)
-		if plan.CreateJob != nil {
+		if plan.CreateJob != nil || plan.Submit != nil {
 			c.inflight.add(agent.Namespace+"/"+agent.Spec.StationRef, agent.Name)
 		}
+		if plan.Submit != nil {
+			if err := c.ensureFinalizer(ctx, patched); err != nil {
+				// The next pass over the Running batch run adds it.
+				c.log.Warn("batch submitted but its finalizer is not on yet", "agent", agent.Name, "error", err)
+			}
+		}
+		var lines []string
+		if snap.Batch != nil {
+			lines = snap.Batch.Lines
+		}
+		c.notify(plan.Notice, patched, snap.Definition, lines)
 		c.log.Info("agent status", "agent", agent.Namespace+"/"+agent.Name, "phase", patched.Status.Phase,
 			"job", patched.Status.JobName, "reason", patched.Status.FailureReason)
 	}

@@ -30,9 +30,12 @@ func Decide(s Snapshot) Plan {
 	}
 }
 
-// NeedsJob reports whether a reconcile of a in this phase reads its Job.
+// NeedsJob reports whether a reconcile of a in this phase reads its Job:
+// a Running run tracked through its Job (not its batch, and not a
+// fallback still waiting for a Station slot).
 func NeedsJob(a *agentsv1alpha1.Agent) bool {
-	return a.Status.Phase == agentsv1alpha1.PhaseRunning
+	return a.Status.Phase == agentsv1alpha1.PhaseRunning && !IsBatchRun(a) &&
+		(!a.Status.BatchFallback || a.Status.JobName != "")
 }
 
 // JobFinished reports whether job reached Complete or Failed, the point at
@@ -63,12 +66,11 @@ func decidePending(s Snapshot) Plan {
 	def := &s.Definition.Spec
 	execution := def.EffectiveExecution()
 	if reason := validateExecution(s, execution); reason != "" {
-		return fail(s, reason, FailureInvalidSpec, agentsv1alpha1.ReasonInvalidDefinition)
-	}
-	if execution == agentsv1alpha1.ExecutionBatch {
-		// Batch runs submit to a vendor instead of creating a Job; that path
-		// lives with the batch component, which is not enabled here.
-		return fail(s, ReasonBatchDisabled, FailureInvalidSpec, agentsv1alpha1.ReasonExecutionDisabled)
+		cond := agentsv1alpha1.ReasonInvalidDefinition
+		if reason == ReasonBatchDisabled || reason == ReasonRealtimeDisabled {
+			cond = agentsv1alpha1.ReasonExecutionDisabled
+		}
+		return fail(s, reason, FailureInvalidSpec, cond)
 	}
 
 	plan := Plan{}
@@ -91,6 +93,9 @@ func decidePending(s Snapshot) Plan {
 		}
 	}
 
+	if execution == agentsv1alpha1.ExecutionBatch {
+		return decideBatchSubmit(s, plan)
+	}
 	job, err := jobbuild.Build(jobbuild.Input{
 		Agent: a, Station: s.Station, Definition: s.Definition,
 		Model: a.EffectiveModel(s.Definition), Config: s.Config.Job,
@@ -118,6 +123,9 @@ func validateExecution(s Snapshot, execution agentsv1alpha1.ExecutionMode) strin
 	a, def := s.Agent, &s.Definition.Spec
 	switch execution {
 	case agentsv1alpha1.ExecutionBatch:
+		if reason := ValidateBatch(def, a.EffectiveModel(s.Definition)); reason != "" {
+			return reason
+		}
 		if !s.Config.BatchEnabled {
 			return ReasonBatchDisabled
 		}
@@ -192,6 +200,12 @@ func fail(s Snapshot, reason string, kind FailureKind, condReason string) Plan {
 
 func decideRunning(s Snapshot) Plan {
 	a := s.Agent
+	switch {
+	case IsBatchRun(a):
+		return decideBatchRunning(s)
+	case a.Status.BatchFallback && a.Status.JobName == "":
+		return decideFallbackWaiting(s)
+	}
 	st := a.Status.DeepCopy()
 	st.JobName = JobNameOf(a)
 	if s.Job == nil {

@@ -47,10 +47,33 @@ type Config struct {
 	MaxOutputBytes int
 	// BatchEnabled is set when the controller runs with the batch component.
 	BatchEnabled bool
+	// BatchPoll is how often a Running batch run is looked at
+	// (BATCH_POLL_SECONDS); default DefaultBatchPoll.
+	BatchPoll time.Duration
+	// BatchTimeoutUnit is what one batch.timeoutMinutes counts; a minute
+	// unless tests shorten it.
+	BatchTimeoutUnit time.Duration
 	// RealtimeEnabled is set when the controller runs with the realtime component.
 	RealtimeEnabled bool
 	// Job is passed to the Job builder.
 	Job jobbuild.Config
+}
+
+// DefaultBatchPoll is BATCH_POLL_SECONDS's default.
+const DefaultBatchPoll = 60 * time.Second
+
+func (c Config) batchPoll() time.Duration {
+	if c.BatchPoll <= 0 {
+		return DefaultBatchPoll
+	}
+	return c.BatchPoll
+}
+
+func (c Config) batchUnit() time.Duration {
+	if c.BatchTimeoutUnit <= 0 {
+		return time.Minute
+	}
+	return c.BatchTimeoutUnit
 }
 
 // PodOutcome is what was read back from a finished run's pod.
@@ -76,6 +99,9 @@ type Snapshot struct {
 	Job *batchv1.Job
 	// Pod is read only once the Job is finished.
 	Pod PodOutcome
+	// Batch is what batch-poller reported for a Running batch run in this
+	// pass; nil when it was not asked (not due).
+	Batch *BatchOutcome
 	// StationRuns are the cached Agents of the same Station, this one
 	// included or not.
 	StationRuns []*agentsv1alpha1.Agent
@@ -111,19 +137,27 @@ type Outcome struct {
 }
 
 // Plan is the writes one reconcile makes, in order: delete preempted
-// Agents, create the Job, patch the status (with the Agent's
-// resourceVersion as precondition), then prune history.
+// Agents, submit the batch or create the Job, patch the status (with the
+// Agent's resourceVersion as precondition), then send the notice's sink
+// events and prune history.
 type Plan struct {
-	Preempt   []Victim
+	Preempt []Victim
+	// Submit asks batch-poller to submit the run before the status patch.
+	Submit    *BatchSubmit
 	CreateJob *batchv1.Job
 	// Status is the complete new status; nil means no patch.
 	Status *agentsv1alpha1.AgentStatus
 	// Prune asks the driver to prune the Station's history after the patch.
-	Prune   bool
-	Outcome Outcome
+	Prune bool
+	// Notice names the sink events due once the status patch succeeded.
+	Notice Notice
+	// RequeueAfter asks for another look at the Agent after this long; it
+	// is not a write.
+	RequeueAfter time.Duration
+	Outcome      Outcome
 }
 
 // Empty reports whether the plan writes nothing.
 func (p Plan) Empty() bool {
-	return len(p.Preempt) == 0 && p.CreateJob == nil && p.Status == nil && !p.Prune
+	return len(p.Preempt) == 0 && p.Submit == nil && p.CreateJob == nil && p.Status == nil && !p.Prune
 }

@@ -1,0 +1,262 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	batchpb "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
+	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
+)
+
+// batchCallTimeout bounds one call to batch-poller.
+const batchCallTimeout = 30 * time.Second
+
+// providers maps the status' provider names to the contract's.
+var providers = map[agentsv1alpha1.BatchProvider]batchpb.Provider{
+	agentsv1alpha1.BatchProviderAnthropic: batchpb.Provider_PROVIDER_ANTHROPIC,
+	agentsv1alpha1.BatchProviderOpenAI:    batchpb.Provider_PROVIDER_OPENAI,
+	agentsv1alpha1.BatchProviderGemini:    batchpb.Provider_PROVIDER_GEMINI,
+}
+
+// batchRun is the batch-poller view of a's batch.
+func batchRef(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition, model string) *batchpb.BatchRef {
+	return &batchpb.BatchRef{
+		Run:      batchRunOf(a, def),
+		Provider: providers[a.Status.BatchProvider],
+		BatchId:  a.Status.BatchID,
+		Model:    model,
+	}
+}
+
+func batchRunOf(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition) *batchpb.Run {
+	r := &batchpb.Run{Namespace: a.Namespace, Agent: a.Name, Uid: string(a.UID)}
+	if def != nil {
+		r.ApiKeyKey = reconcile.APIKeyKey(&def.Spec, a.Status.BatchProvider)
+	}
+	return r
+}
+
+// modelOf is the run's model: the Agent's, else the definition's, else the
+// default. def may be nil.
+func modelOf(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition) string {
+	return a.EffectiveModel(def)
+}
+
+// submit hands the plan's batch to batch-poller and records its id in the
+// plan's status. A refusal batch-poller will repeat (bad request, missing
+// API key) fails the run with its message; anything else is retried.
+func (c *Controller) submit(ctx context.Context, snap reconcile.Snapshot, plan *reconcile.Plan) (refused string, retry error) {
+	a, sub := snap.Agent, plan.Submit
+	if c.opts.Batch == nil {
+		return reconcile.ReasonBatchDisabled, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, batchCallTimeout)
+	defer cancel()
+	resp, err := c.opts.Batch.Submit(ctx, &batchpb.SubmitRequest{
+		Run:   &batchpb.Run{Namespace: a.Namespace, Agent: a.Name, Uid: string(a.UID), ApiKeyKey: sub.APIKeyKey},
+		Model: sub.Model, Prompt: sub.Prompt, MaxTokens: sub.MaxTokens, OutputSchema: sub.OutputSchema,
+	})
+	if err != nil {
+		switch status.Code(err) {
+		case codes.InvalidArgument, codes.FailedPrecondition, codes.PermissionDenied, codes.Unauthenticated:
+			return "batch submit refused: " + status.Convert(err).Message(), nil
+		}
+		return "", fmt.Errorf("submit batch: %w", err)
+	}
+	plan.Status.BatchID = resp.GetBatchId()
+	return "", nil
+}
+
+// askBatch fills snap.Batch when a pass over a Running batch run is due to
+// ask batch-poller (see reconcile.BatchDue).
+func (c *Controller) askBatch(ctx context.Context, snap *reconcile.Snapshot) error {
+	a := snap.Agent
+	now := c.opts.Now()
+	deadline := reconcile.BatchDeadline(a, snap.Definition, c.opts.Reconcile.BatchTimeoutUnit)
+	key := string(a.UID)
+	last, _ := c.batchAsked.Load(key)
+	lastAt, _ := last.(time.Time)
+	_, noticed := c.batchNoticed.LoadAndDelete(key)
+	if !reconcile.BatchDue(lastAt, now, deadline, c.opts.Reconcile.BatchPoll, noticed) {
+		return nil
+	}
+	if c.opts.Batch == nil {
+		return errors.New("batch run is Running but this controller has no batch-poller client (BATCH_ENABLED is off)")
+	}
+	ctx, cancel := context.WithTimeout(ctx, batchCallTimeout)
+	defer cancel()
+	resp, err := c.opts.Batch.Get(ctx, &batchpb.GetRequest{Batch: batchRef(a, snap.Definition, modelOf(a, snap.Definition))})
+	if err != nil {
+		return fmt.Errorf("get batch %s: %w", a.Status.BatchID, err)
+	}
+	c.batchAsked.Store(key, now)
+	out := &reconcile.BatchOutcome{Lines: resp.GetLines(), FailureMessage: resp.GetFailureMessage()}
+	switch resp.GetState() {
+	case batchpb.State_STATE_SUCCEEDED:
+		out.State = reconcile.BatchSucceeded
+	case batchpb.State_STATE_FAILED:
+		out.State = reconcile.BatchFailed
+	default:
+		out.State = reconcile.BatchPending
+	}
+	snap.Batch = out
+	return nil
+}
+
+// noticeBatch is called for every completion notice from batch-poller: it
+// marks the run due and reconciles it at once.
+func (c *Controller) noticeBatch(ev *eventsv1.RunEvent) {
+	run := ev.GetRun()
+	if run.GetNamespace() == "" || run.GetAgent() == "" {
+		return
+	}
+	if run.GetUid() != "" {
+		c.batchNoticed.Store(run.GetUid(), true)
+	}
+	c.queue.Add(run.GetNamespace() + "/" + run.GetAgent())
+}
+
+// ensureFinalizer adds the batch-cleanup finalizer to a submitted batch run
+// that lacks it: normally right after the submit patch, and again by any
+// later pass if a crash came in between.
+func (c *Controller) ensureFinalizer(ctx context.Context, a *agentsv1alpha1.Agent) error {
+	patch := addFinalizerPatch(a)
+	if patch == nil {
+		return nil
+	}
+	obj := &agentsv1alpha1.Agent{}
+	obj.Namespace, obj.Name = a.Namespace, a.Name
+	if err := c.c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("add finalizer %s: %w", agentsv1alpha1.BatchCleanupFinalizer, err)
+	}
+	c.storeIfNewer(obj)
+	return nil
+}
+
+// cleanupBatch deletes a's batch at the provider (cancelling it first when
+// it may still be in flight) and then removes the finalizer. A failed
+// attempt is counted in status.batchCleanupAttempts and in
+// controller_batch_cleanup_failures_total and retried after a backoff;
+// after MaxBatchCleanupAttempts the finalizer is removed anyway.
+func (c *Controller) cleanupBatch(ctx context.Context, key string, a *agentsv1alpha1.Agent) (string, error) {
+	err := c.deleteAtProvider(ctx, a)
+	if err == nil {
+		return c.removeFinalizer(ctx, a)
+	}
+	c.m.BatchCleanupFail.Inc()
+	next, giveUp := reconcile.CleanupFailed(a.Status.BatchCleanupAttempts)
+	c.log.Warn("batch cleanup at the provider failed", "agent", key, "batch", a.Status.BatchID,
+		"provider", a.Status.BatchProvider, "attempt", next, "giveUp", giveUp, "error", err)
+	patched := a.DeepCopy()
+	patched.Status.BatchCleanupAttempts = next
+	perr := c.c.Status().Patch(ctx, patched, client.MergeFromWithOptions(a, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case apierrors.IsConflict(perr):
+		// Someone else moved the Agent: this attempt is still counted in
+		// the metric, and the fresh state is retried.
+		return resultConflict, nil
+	case apierrors.IsNotFound(perr):
+		return resultOK, nil
+	case perr != nil:
+		return resultError, fmt.Errorf("record cleanup attempt: %w", perr)
+	}
+	c.storeIfNewer(patched)
+	if giveUp {
+		c.log.Warn("giving up batch cleanup; the provider object is left behind", "agent", key,
+			"batch", a.Status.BatchID, "provider", a.Status.BatchProvider, "attempts", next)
+		return c.removeFinalizer(ctx, patched)
+	}
+	c.queue.AddAfter(key, c.cleanupBackoff(next))
+	return resultOK, nil
+}
+
+// cleanupBackoff doubles from the base per failed attempt, capped at a minute.
+func (c *Controller) cleanupBackoff(attempts int32) time.Duration {
+	d := c.opts.BatchCleanupBackoff
+	for i := int32(1); i < attempts && d < time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, time.Minute)
+}
+
+func (c *Controller) deleteAtProvider(ctx context.Context, a *agentsv1alpha1.Agent) error {
+	if a.Status.BatchID == "" {
+		return nil
+	}
+	if c.opts.Batch == nil {
+		return errors.New("no batch-poller client (BATCH_ENABLED is off)")
+	}
+	def := &agentsv1alpha1.AgentDefinition{}
+	if found, err := c.definitionOf(ctx, a, def); err != nil || !found {
+		def = nil
+	}
+	ref := batchRef(a, def, modelOf(a, def))
+	ctx, cancel := context.WithTimeout(ctx, batchCallTimeout)
+	defer cancel()
+	inFlight := a.Status.Phase == agentsv1alpha1.PhaseRunning && !a.Status.BatchFallback
+	timedOut := a.Status.BatchFallback || a.Status.FailureReason == reconcile.ReasonBatchTimedOut
+	if inFlight || timedOut {
+		if _, err := c.opts.Batch.Cancel(ctx, &batchpb.CancelRequest{Batch: ref}); err != nil && status.Code(err) != codes.NotFound {
+			return fmt.Errorf("cancel batch %s: %w", a.Status.BatchID, err)
+		}
+	}
+	if _, err := c.opts.Batch.Delete(ctx, &batchpb.DeleteRequest{Batch: ref}); err != nil && status.Code(err) != codes.NotFound {
+		return fmt.Errorf("delete batch %s: %w", a.Status.BatchID, err)
+	}
+	return nil
+}
+
+func (c *Controller) removeFinalizer(ctx context.Context, a *agentsv1alpha1.Agent) (string, error) {
+	patch := removeFinalizerPatch(a)
+	if patch == nil {
+		return resultOK, nil
+	}
+	obj := &agentsv1alpha1.Agent{}
+	obj.Namespace, obj.Name = a.Namespace, a.Name
+	err := c.c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
+	switch {
+	case apierrors.IsNotFound(err):
+		return resultOK, nil
+	case apierrors.IsInvalid(err), apierrors.IsConflict(err), isFailedTest(err):
+		// The list changed under us; the watch brings the new one.
+		return resultConflict, nil
+	case err != nil:
+		return resultError, fmt.Errorf("remove finalizer %s: %w", agentsv1alpha1.BatchCleanupFinalizer, err)
+	}
+	c.batchAsked.Delete(string(a.UID))
+	if obj.DeletionTimestamp == nil || len(obj.Finalizers) > 0 {
+		c.storeIfNewer(obj)
+	}
+	return resultOK, nil
+}
+
+// isFailedTest reports a JSON patch whose test operation failed, which the
+// API server answers with 422.
+func isFailedTest(err error) bool {
+	var se apierrors.APIStatus
+	return errors.As(err, &se) && se.Status().Code == 422
+}
+
+// definitionOf reads a's AgentDefinition through its Station, from the
+// caches first.
+func (c *Controller) definitionOf(ctx context.Context, a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition) (bool, error) {
+	st := &agentsv1alpha1.Station{}
+	found, err := c.cachedOrLive(ctx, c.stations, a.Namespace, a.Spec.StationRef, st)
+	if err != nil || !found {
+		return false, err
+	}
+	return c.cachedOrLive(ctx, c.defs, a.Namespace, st.Spec.AgentDefRef, def)
+}
