@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/agentplane/agentplane/libs/vendors"
+	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 	"github.com/agentplane/agentplane/services/supervisor/internal/emit"
 )
 
@@ -28,6 +29,9 @@ type pipeline struct {
 	// result receives the first result event's is_error, once.
 	result chan bool
 	gotRes bool
+	// tap, when set, also receives every stamped CLI event: a realtime
+	// turn streams them to its caller. It must not block.
+	tap func(*eventsv1.RunEvent)
 
 	lines, malformed, oversized, events uint64
 }
@@ -128,6 +132,9 @@ func (p *pipeline) handle(line []byte) {
 		}
 		p.em.Run().Stamp(ev)
 		p.em.Deliver(ev)
+		if p.tap != nil {
+			p.tap(ev)
+		}
 		p.events++
 	}
 }

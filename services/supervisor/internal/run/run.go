@@ -40,15 +40,11 @@ const (
 	ExitSpawn = 126
 	// ExitNotFound: the CLI is not on PATH.
 	ExitNotFound = 127
-	// ExitRealtimeUnavailable: AGENT_EXECUTION=realtime, which this build
-	// does not serve yet.
-	ExitRealtimeUnavailable = 69
 )
 
 // Lifecycle reasons of agent/failed.
 const (
 	ReasonSpec       = "spec"
-	ReasonRealtime   = "realtime-unavailable"
 	ReasonNotFound   = "not-found"
 	ReasonSpawn      = "spawn"
 	ReasonExit       = "exit-code"
@@ -82,7 +78,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Main runs the CLI and returns the supervisor's exit code.
+// Main runs the CLI, or in a realtime run serves its session, and returns
+// the supervisor's exit code.
 func Main(opts Options) int {
 	log := opts.Logger
 	r := &runner{opts: opts, log: log}
@@ -92,10 +89,8 @@ func Main(opts Options) int {
 	}
 	vendor := plan.Vendor.Name()
 	if opts.Env.Execution == "realtime" || plan.Spec.Execution == "realtime" {
-		// The seam for realtime sessions (serving prompts on :8090). Until
-		// that lands, say so instead of running a one-shot job.
-		return r.failEarly(vendor, ReasonRealtime, ExitRealtimeUnavailable,
-			fmt.Errorf("realtime execution is not available in this build of the supervisor"))
+		// A realtime run serves prompts on :8090 until its session ends.
+		return r.realtime(plan)
 	}
 	argv, err := plan.Argv()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentplane/agentplane/libs/realtime"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
@@ -47,6 +48,10 @@ type Env struct {
 	SkillsJSON   string
 	// ReposJSON is AGENT_REPOS; WatchJSON is AGENT_WATCH.
 	ReposJSON, WatchJSON string
+	// Realtime sessions (libs/realtime names the variables): the listen
+	// address, the token file and the idle limit.
+	RealtimeAddr, RealtimeTokenFile string
+	RealtimeIdle                    time.Duration
 }
 
 // Read fills an Env from getenv (os.Getenv when nil).
@@ -76,6 +81,9 @@ func Read(getenv func(string) string) Env {
 		SkillsJSON:         getenv("AGENT_SKILLS"),
 		ReposJSON:          getenv("AGENT_REPOS"),
 		WatchJSON:          getenv("AGENT_WATCH"),
+		RealtimeAddr:       first(getenv(realtime.EnvAddr), realtime.DefaultAddr),
+		RealtimeTokenFile:  first(getenv(realtime.EnvTokenFile), realtime.TokenFile),
+		RealtimeIdle:       seconds(getenv(realtime.EnvIdleSeconds), realtime.DefaultIdle),
 	}
 	if e.UID == "" {
 		// Dedupe ids are "<uid>-<seq>"; without a uid (a run started by
@@ -99,6 +107,16 @@ func millis(s string, def time.Duration) time.Duration {
 	}
 	const limit = int64(365 * 24 * time.Hour / time.Millisecond)
 	return time.Duration(min(n, limit)) * time.Millisecond
+}
+
+// seconds parses a positive whole number of seconds like millis does.
+func seconds(s string, def time.Duration) time.Duration {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 {
+		return def
+	}
+	const limit = int64(365 * 24 * time.Hour / time.Second)
+	return time.Duration(min(n, limit)) * time.Second
 }
 
 func first(vals ...string) string {
