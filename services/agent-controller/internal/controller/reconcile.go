@@ -262,7 +262,8 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 		// A slot may have freed: let the Station's queued runs try now
 		// rather than at the next poll.
 		for _, r := range c.cachedRuns(agent.Namespace, agent.Spec.StationRef) {
-			if r.Name != agent.Name && !r.Status.Phase.IsTerminal() && r.Status.Phase != agentsv1alpha1.PhaseRunning {
+			waitsForSlot := r.Status.Phase != agentsv1alpha1.PhaseRunning || r.Status.BatchFallback && r.Status.JobName == ""
+			if r.Name != agent.Name && !r.Status.Phase.IsTerminal() && waitsForSlot {
 				c.queue.Add(r.Namespace + "/" + r.Name)
 			}
 		}
