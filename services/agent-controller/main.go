@@ -88,7 +88,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	m := metrics.New()
 	opts := controller.Options{
 		Namespace: cfg.Namespace, Workers: cfg.Workers, PollInterval: cfg.PollInterval, PageSize: cfg.PageSize, Log: log,
-		BatchCleanupBackoff: cfg.BatchCleanupBackoff,
+		BatchCleanupBackoff: cfg.BatchCleanupBackoff, RealtimeKeyNamespace: cfg.RealtimeKeyNamespace,
 		Reconcile: reconcile.Config{
 			MaxOutputBytes: cfg.MaxOutputBytes, RealtimeEnabled: cfg.RealtimeEnabled,
 			BatchEnabled: cfg.BatchEnabled, BatchPoll: cfg.BatchPoll, BatchTimeoutUnit: cfg.BatchTimeoutUnit,

@@ -29,6 +29,8 @@ type Config struct {
 	RenewDeadline   time.Duration
 	RetryPeriod     time.Duration
 	RealtimeEnabled bool
+	// RealtimeKeyNamespace holds the key Secret shared with realtime-gateway.
+	RealtimeKeyNamespace string
 	// BatchEnabled accepts execution: batch (the components/batch deploy).
 	BatchEnabled bool
 	// BatchPollerAddr is batch-poller's gRPC address.
@@ -74,6 +76,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.DurationVar(&c.RenewDeadline, "renew-deadline", 10*time.Second, "how long the leader retries renewing before it steps down")
 	fs.DurationVar(&c.RetryPeriod, "retry-period", 5*time.Second, "how often the Lease is renewed or contended")
 	fs.BoolVar(&c.RealtimeEnabled, "realtime-enabled", env("REALTIME_ENABLED", "false") == "true", "accept execution: realtime (env REALTIME_ENABLED)")
+	fs.StringVar(&c.RealtimeKeyNamespace, "realtime-key-namespace", env("POD_NAMESPACE", "default"), "namespace of the Secret agentplane-realtime-key shared with realtime-gateway (env POD_NAMESPACE)")
 	fs.BoolVar(&c.BatchEnabled, "batch-enabled", env("BATCH_ENABLED", "false") == "true", "accept execution: batch, submitted through batch-poller (env BATCH_ENABLED)")
 	fs.StringVar(&c.BatchPollerAddr, "batch-poller-addr", env("BATCH_POLLER_ADDR", "batch-poller:9090"), "gRPC address of batch-poller (env BATCH_POLLER_ADDR)")
 	pollSeconds := fs.String("batch-poll-seconds", env("BATCH_POLL_SECONDS", "60"), "look at a Running batch run at most this often, in seconds, unless batch-poller announces its end (env BATCH_POLL_SECONDS)")

@@ -58,6 +58,9 @@ type Options struct {
 	// Events publishes batch runs' events to the platform stream and
 	// carries batch-poller's completion notices; nil without NATS.
 	Events *events.Publisher
+	// RealtimeKeyNamespace holds the realtime key Secret shared with
+	// realtime-gateway.
+	RealtimeKeyNamespace string
 	// BatchCleanupBackoff is the wait before retrying a failed batch
 	// cleanup, doubled per attempt; default 1s.
 	BatchCleanupBackoff time.Duration
@@ -113,6 +116,9 @@ func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts
 	}
 	if opts.Reconcile.Job.SupervisorPath == "" {
 		opts.Reconcile.Job.SupervisorPath = "/supervisor"
+	}
+	if opts.RealtimeKeyNamespace == "" {
+		opts.RealtimeKeyNamespace = "default"
 	}
 	if opts.BatchCleanupBackoff <= 0 {
 		opts.BatchCleanupBackoff = time.Second

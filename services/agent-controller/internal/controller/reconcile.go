@@ -216,6 +216,16 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 			return c.apply(ctx, agent, snap, reconcile.SubmitRefused(snap, refused))
 		}
 	}
+	if plan.RunToken {
+		refused, retry := c.ensureRunToken(ctx, agent)
+		switch {
+		case retry != nil:
+			return resultError, retry
+		case refused != "":
+			snap.Now = c.opts.Now()
+			return c.apply(ctx, agent, snap, reconcile.TokenRefused(snap, refused))
+		}
+	}
 	if plan.CreateJob != nil {
 		_, err := c.kube.BatchV1().Jobs(agent.Namespace).Create(ctx, plan.CreateJob, metav1.CreateOptions{})
 		if apierrors.IsInvalid(err) {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/realtime"
 )
 
 // Mount points of the two emptyDir volumes every run pod gets.
@@ -33,7 +34,9 @@ const (
 	// running agent mid-task.
 	SafeToEvictAnnotation = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 	// RealtimePort is where a realtime run's supervisor serves prompts.
-	RealtimePort = 8090
+	RealtimePort = realtime.Port
+	// tokenVolume mounts a realtime run's token Secret.
+	tokenVolume = "realtime-token"
 )
 
 // Config is the controller-wide part of every Job.
@@ -115,7 +118,7 @@ func Build(in Input) (*batchv1.Job, error) {
 
 	var volumes []corev1.Volume
 	for _, v := range ps.Volumes {
-		if v.Name != "agent" && v.Name != "workspace" {
+		if v.Name != "agent" && v.Name != "workspace" && v.Name != tokenVolume {
 			volumes = append(volumes, v)
 		}
 	}
@@ -123,6 +126,13 @@ func Build(in Input) (*batchv1.Job, error) {
 		corev1.Volume{Name: "agent", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		corev1.Volume{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	)
+	if execution == agentsv1alpha1.ExecutionRealtime {
+		ps.Volumes = append(ps.Volumes, corev1.Volume{Name: tokenVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName:  realtime.TokenSecretName(string(in.Agent.UID)),
+			Items:       []corev1.KeyToPath{{Key: realtime.TokenSecretKey, Path: realtime.TokenSecretKey}},
+			DefaultMode: ptr.To[int32](0o440),
+		}}})
+	}
 	mounts := []corev1.VolumeMount{{Name: "agent", MountPath: AgentMount}, {Name: "workspace", MountPath: WorkspaceMount}}
 
 	for i := range ps.Containers {
@@ -148,8 +158,13 @@ func Build(in Input) (*batchv1.Job, error) {
 				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
 			}
 		}
-		if execution == agentsv1alpha1.ExecutionRealtime && !hasPort(c, RealtimePort) {
-			c.Ports = append(c.Ports, corev1.ContainerPort{Name: "prompts", ContainerPort: RealtimePort, Protocol: corev1.ProtocolTCP})
+		if execution == agentsv1alpha1.ExecutionRealtime {
+			if !hasPort(c, RealtimePort) {
+				c.Ports = append(c.Ports, corev1.ContainerPort{Name: realtime.PortName, ContainerPort: RealtimePort, Protocol: corev1.ProtocolTCP})
+			}
+			// The run's token comes from a Secret owned by the Agent, so
+			// it is in neither the Job nor the Pod spec.
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: tokenVolume, MountPath: realtime.TokenMountDir, ReadOnly: true})
 		}
 	}
 	ps.InitContainers = []corev1.Container{{

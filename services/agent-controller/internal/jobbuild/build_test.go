@@ -1,6 +1,7 @@
 package jobbuild
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/realtime"
 	"github.com/agentplane/agentplane/libs/runspec"
 )
 
@@ -197,8 +199,40 @@ func TestExecAndRealtime(t *testing.T) {
 	if j.Spec.Template.Labels[agentsv1alpha1.LabelExecution] != "realtime" {
 		t.Error("a realtime pod carries the agents.re-cinq.com/execution: realtime label")
 	}
-	if len(agent.Ports) != 1 || agent.Ports[0].ContainerPort != 8090 {
-		t.Error("a realtime agent container exposes the prompt port 8090")
+	if len(agent.Ports) != 1 || agent.Ports[0].ContainerPort != 8090 || agent.Ports[0].Name != realtime.PortName {
+		t.Error("a realtime agent container exposes the prompt port 8090, named realtime")
+	}
+	var vol *corev1.Volume
+	for i, v := range j.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == realtime.TokenSecretName(string(in.Agent.UID)) {
+			vol = &j.Spec.Template.Spec.Volumes[i]
+		}
+	}
+	if vol == nil {
+		t.Fatal("the run's token Secret is not mounted")
+	}
+	mounted := false
+	for _, m := range agent.VolumeMounts {
+		mounted = mounted || m.Name == vol.Name && m.MountPath == realtime.TokenMountDir && m.ReadOnly
+	}
+	if !mounted {
+		t.Errorf("the token Secret is mounted read-only at %s: %+v", realtime.TokenMountDir, agent.VolumeMounts)
+	}
+	raw, _ := json.Marshal(j)
+	if token := realtime.Token([]byte(strings.Repeat("k", 32)), string(in.Agent.UID)); strings.Contains(string(raw), token) {
+		t.Error("the token itself is in the Job spec")
+	}
+}
+
+func TestAJobRunMountsNoToken(t *testing.T) {
+	j, err := Build(input())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range j.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && strings.HasPrefix(v.Secret.SecretName, realtime.TokenSecretPrefix) {
+			t.Errorf("a job run mounts a realtime token: %+v", v)
+		}
 	}
 }
 

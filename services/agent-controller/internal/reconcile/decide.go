@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/vendors"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
 )
@@ -111,6 +112,7 @@ func decidePending(s Snapshot) Plan {
 	setCondition(st, s, agentsv1alpha1.ConditionResolved, metav1.ConditionTrue, agentsv1alpha1.ReasonResolved, "Station and AgentDefinition found")
 	setCondition(st, s, agentsv1alpha1.ConditionStarted, metav1.ConditionTrue, agentsv1alpha1.ReasonJobCreated, "Job "+job.Name+" created")
 	plan.CreateJob = job
+	plan.RunToken = execution == agentsv1alpha1.ExecutionRealtime
 	plan.Status = st
 	plan.Outcome.Started = true
 	plan.Outcome.QueueWait = s.Now.Sub(a.CreationTimestamp.Time)
@@ -185,6 +187,13 @@ func JobRejected(s Snapshot, err error) Plan {
 	return fail(s, "the Job for this run was rejected: "+err.Error(), FailureInvalidSpec, agentsv1alpha1.ReasonInvalidDefinition)
 }
 
+// TokenRefused is the plan when a realtime run cannot get its token (the
+// shared key is missing or unusable): it fails with the reason rather than
+// waiting, so the misconfiguration is visible on the Agent.
+func TokenRefused(s Snapshot, reason string) Plan {
+	return fail(s, reason, FailureInvalidSpec, agentsv1alpha1.ReasonExecutionDisabled)
+}
+
 // fail moves a Pending Agent straight to Failed: it never ran, so it is
 // counted but not timed.
 func fail(s Snapshot, reason string, kind FailureKind, condReason string) Plan {
@@ -223,6 +232,9 @@ func decideRunning(s Snapshot) Plan {
 		reason = "run output unavailable: " + s.Pod.LogErr.Error()
 	default:
 		output = TailOutput(s.Pod.Log, s.Config.MaxOutputBytes)
+		if id := realtimeSessionID(s.Job, s.Pod.Log); id != "" {
+			st.SessionID = id
+		}
 	}
 	if succeeded {
 		kind := FailureKind("")
@@ -329,4 +341,28 @@ func setCondition(st *agentsv1alpha1.AgentStatus, s Snapshot, typ string, status
 		Type: typ, Status: status, Reason: reason, Message: msg,
 		ObservedGeneration: s.Agent.Generation, LastTransitionTime: metav1.Time{Time: s.Now},
 	})
+}
+
+// realtimeSessionID reads a realtime run's last session id from its log,
+// with the parser of the vendor its frozen run spec names; "" for other runs.
+func realtimeSessionID(job *batchv1.Job, log string) string {
+	if job.Spec.Template.Labels[agentsv1alpha1.LabelExecution] != string(agentsv1alpha1.ExecutionRealtime) {
+		return ""
+	}
+	for _, c := range job.Spec.Template.Spec.Containers {
+		if c.Name != agentsv1alpha1.AgentContainerName {
+			continue
+		}
+		for _, e := range c.Env {
+			if e.Name != runspec.EnvName {
+				continue
+			}
+			spec, err := runspec.Decode(e.Value)
+			if err != nil {
+				return ""
+			}
+			return vendors.LastSessionID(vendors.Route(spec.Model), []byte(log))
+		}
+	}
+	return ""
 }

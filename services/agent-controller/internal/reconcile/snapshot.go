@@ -143,7 +143,9 @@ type Outcome struct {
 type Plan struct {
 	Preempt []Victim
 	// Submit asks batch-poller to submit the run before the status patch.
-	Submit    *BatchSubmit
+	Submit *BatchSubmit
+	// RunToken asks for the realtime run's token Secret before its Job.
+	RunToken  bool
 	CreateJob *batchv1.Job
 	// Status is the complete new status; nil means no patch.
 	Status *agentsv1alpha1.AgentStatus

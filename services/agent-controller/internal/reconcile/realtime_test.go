@@ -1,0 +1,71 @@
+package reconcile
+
+import (
+	"testing"
+
+	"k8s.io/utils/ptr"
+
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+)
+
+func realtimeSnap(a *agentsv1alpha1.Agent) Snapshot {
+	s := snap(a)
+	s.Definition.Spec.Execution = agentsv1alpha1.ExecutionRealtime
+	s.Config.RealtimeEnabled = true
+	return s
+}
+
+func TestRealtimeRuns(t *testing.T) {
+	claudeLog := `{"type":"system","subtype":"init","session_id":"sess-1","model":"claude-opus-5-5"}
+{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"sess-2"}
+`
+	cases := []struct {
+		rule  string
+		snap  func() Snapshot
+		check func(t *testing.T, p Plan)
+	}{
+		{"admission: a realtime run gets its token Secret before its Job", func() Snapshot { return realtimeSnap(agent("a", "")) },
+			func(t *testing.T, p Plan) {
+				if p.CreateJob == nil || !p.RunToken {
+					t.Errorf("want a Job and a token: %+v", p)
+				}
+				if p.CreateJob.Spec.Template.Labels[agentsv1alpha1.LabelExecution] != "realtime" {
+					t.Error("the pod carries the agents.re-cinq.com/execution: realtime label")
+				}
+			}},
+		{"admission: a job run needs no token", func() Snapshot { return snap(agent("a", "")) },
+			func(t *testing.T, p Plan) {
+				if p.CreateJob == nil || p.RunToken {
+					t.Errorf("plan: %+v", p)
+				}
+			}},
+		{"end: the Agent goes terminal with status.sessionId read from the pod log", func() Snapshot {
+			s := realtimeSnap(agent("a", ""))
+			admitted := Decide(s)
+			r := agent("a", agentsv1alpha1.PhaseRunning)
+			s.Agent = r
+			s.Job = admitted.CreateJob
+			s.Job.Status.Conditions = append(s.Job.Status.Conditions, complete)
+			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](0), Log: claudeLog}
+			return s
+		}, func(t *testing.T, p Plan) {
+			wantTerminal(t, p, agentsv1alpha1.PhaseSucceeded, 0, "")
+			if p.Status.SessionID != "sess-2" {
+				t.Errorf("sessionId %q, want the newest one in the log", p.Status.SessionID)
+			}
+		}},
+		{"end: a job run's log does not set sessionId", func() Snapshot {
+			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
+			s.Job = job(complete)
+			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](0), Log: claudeLog}
+			return s
+		}, func(t *testing.T, p Plan) {
+			if p.Status == nil || p.Status.SessionID != "" {
+				t.Errorf("status: %+v", p.Status)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.rule, func(t *testing.T) { tc.check(t, Decide(tc.snap())) })
+	}
+}
