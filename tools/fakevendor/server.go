@@ -74,12 +74,7 @@ type Server struct {
 // New returns a Server with the given options; call Start or use it as an
 // http.Handler.
 func New(opts Options) *Server {
-	if opts.ErrorMarker == "" {
-		opts.ErrorMarker = DefaultErrorMarker
-	}
-	if opts.ErrorMessage == "" {
-		opts.ErrorMessage = "fakevendor: forced failure (prompt contains " + opts.ErrorMarker + ")"
-	}
+	opts.defaults()
 	s := &Server{
 		opts:  opts,
 		calls: map[string]int{},
@@ -105,11 +100,23 @@ func New(opts Options) *Server {
 }
 
 // Configure changes the options under the server's lock; batches created
-// afterwards use the new values.
+// afterwards use the new values. Empty fields get New's defaults, so an
+// empty ErrorMarker never makes every prompt fail.
 func (s *Server) Configure(f func(*Options)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f(&s.opts)
+	s.opts.defaults()
+}
+
+// defaults fills the fields whose zero value would mean something else.
+func (o *Options) defaults() {
+	if o.ErrorMarker == "" {
+		o.ErrorMarker = DefaultErrorMarker
+	}
+	if o.ErrorMessage == "" {
+		o.ErrorMessage = "fakevendor: forced failure (prompt contains " + o.ErrorMarker + ")"
+	}
 }
 
 // Start listens on a free port of 127.0.0.1 and returns the base URL

@@ -152,6 +152,15 @@ func (c *Controller) ensureFinalizer(ctx context.Context, a *agentsv1alpha1.Agen
 // controller_batch_cleanup_failures_total and retried after a backoff;
 // after MaxBatchCleanupAttempts the finalizer is removed anyway.
 func (c *Controller) cleanupBatch(ctx context.Context, key string, a *agentsv1alpha1.Agent) (string, error) {
+	uid := string(a.UID)
+	if v, ok := c.cleanupAt.Load(uid); ok {
+		// The attempt counter's own status patch brings the Agent straight
+		// back; the retry still waits out its backoff.
+		if wait := v.(time.Time).Sub(c.opts.Now()); wait > 0 {
+			c.queue.AddAfter(key, wait)
+			return resultOK, nil
+		}
+	}
 	err := c.deleteAtProvider(ctx, a)
 	if err == nil {
 		return c.removeFinalizer(ctx, a)
@@ -179,7 +188,9 @@ func (c *Controller) cleanupBatch(ctx context.Context, key string, a *agentsv1al
 			"batch", a.Status.BatchID, "provider", a.Status.BatchProvider, "attempts", next)
 		return c.removeFinalizer(ctx, patched)
 	}
-	c.queue.AddAfter(key, c.cleanupBackoff(next))
+	wait := c.cleanupBackoff(next)
+	c.cleanupAt.Store(uid, c.opts.Now().Add(wait))
+	c.queue.AddAfter(key, wait)
 	return resultOK, nil
 }
 
@@ -237,6 +248,7 @@ func (c *Controller) removeFinalizer(ctx context.Context, a *agentsv1alpha1.Agen
 		return resultError, fmt.Errorf("remove finalizer %s: %w", agentsv1alpha1.BatchCleanupFinalizer, err)
 	}
 	c.batchAsked.Delete(string(a.UID))
+	c.cleanupAt.Delete(string(a.UID))
 	if obj.DeletionTimestamp == nil || len(obj.Finalizers) > 0 {
 		c.storeIfNewer(obj)
 	}

@@ -90,6 +90,8 @@ type Controller struct {
 	// batchNoticed the runs a completion notice arrived for.
 	batchAsked   sync.Map
 	batchNoticed sync.Map
+	// cleanupAt holds when a failed batch cleanup may be tried again.
+	cleanupAt sync.Map
 	// notices tracks sink deliveries still in progress.
 	notices sync.WaitGroup
 }

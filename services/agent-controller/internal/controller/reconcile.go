@@ -64,6 +64,15 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 		if err := c.askBatch(ctx, &snap); err != nil {
 			return resultError, err
 		}
+		// A timeout may fall back to a Job: that admission reads the
+		// Station's runs like any other.
+		if snap.Station != nil && snap.Station.Spec.EffectiveMaxConcurrent() > 0 {
+			l := c.stationLock(stationKey)
+			l.Lock()
+			defer l.Unlock()
+		}
+		snap.StationRuns = c.cachedRuns(agent.Namespace, agent.Spec.StationRef)
+		snap.InFlight = c.inflight.count(stationKey, agent.Name, snap.StationRuns)
 	case reconcile.NeedsJob(agent):
 		if err := c.readRun(ctx, &snap); err != nil {
 			return resultError, err
