@@ -1,0 +1,56 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/agentplane/agentplane/services/batch-poller/internal/tracker"
+	"github.com/agentplane/agentplane/services/batch-poller/internal/vendor"
+)
+
+// grpcError gives err the code the controller acts on: the caller's
+// mistake (InvalidArgument, FailedPrecondition, Unauthenticated,
+// PermissionDenied, NotFound) versus worth a retry (Unavailable).
+func grpcError(op string, err error) error {
+	var ve *vendor.Error
+	switch {
+	case errors.As(err, &ve):
+		return status.Errorf(codeForHTTP(ve.HTTPStatus), "%s: %v", op, err)
+	case errors.Is(err, tracker.ErrNoBatchAPI):
+		return status.Errorf(codes.InvalidArgument, "%s: %v", op, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Errorf(codes.DeadlineExceeded, "%s: %v", op, err)
+	case errors.Is(err, context.Canceled):
+		return status.Errorf(codes.Canceled, "%s: %v", op, err)
+	}
+	if s, ok := status.FromError(err); ok && s.Code() != codes.Unknown {
+		// Already a status (the key source's), perhaps wrapped.
+		return status.Errorf(s.Code(), "%s: %s", op, s.Message())
+	}
+	if errors.Is(err, tracker.ErrNoState) {
+		return status.Errorf(codes.Unavailable, "%s: %v", op, err)
+	}
+	return status.Errorf(codes.Internal, "%s: %v", op, err)
+}
+
+func codeForHTTP(code int) codes.Code {
+	switch code {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		return codes.InvalidArgument
+	case http.StatusUnauthorized:
+		return codes.Unauthenticated
+	case http.StatusForbidden:
+		return codes.PermissionDenied
+	case http.StatusNotFound:
+		return codes.NotFound
+	case http.StatusConflict:
+		return codes.FailedPrecondition
+	case http.StatusTooManyRequests:
+		return codes.ResourceExhausted
+	}
+	return codes.Unavailable
+}

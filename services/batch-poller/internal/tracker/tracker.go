@@ -1,0 +1,455 @@
+package tracker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	batchv1 "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
+	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
+
+	"github.com/agentplane/agentplane/libs/vendors"
+
+	"github.com/agentplane/agentplane/services/batch-poller/internal/metrics"
+	"github.com/agentplane/agentplane/services/batch-poller/internal/vendor"
+)
+
+// Keys resolves the API key of a run: namespace's agent-secrets, key
+// keyName. Errors are meant for the caller as they are (they name the
+// Secret and key, never the value).
+type Keys interface {
+	Key(namespace, keyName string) (string, error)
+}
+
+// Options tune a Tracker.
+type Options struct {
+	// Period is the poll period: no batch is read at the vendor more often.
+	Period time.Duration
+	// Concurrency bounds the scheduler's simultaneous vendor polls.
+	Concurrency int
+	// CallTimeout bounds one vendor poll.
+	CallTimeout time.Duration
+	// Publish sends a completion notice; nil sends none.
+	Publish func(*eventsv1.RunEvent) error
+	// DefaultKeyName is the agent-secrets key used when a run names none.
+	DefaultKeyName func(batchv1.Provider) string
+	// Metrics receives the counters; nil makes a private set.
+	Metrics *metrics.Metrics
+	// Log receives poll failures and submits; nil discards.
+	Log *slog.Logger
+}
+
+// Tracker is the table of batches batch-poller knows about.
+type Tracker struct {
+	adapters    map[batchv1.Provider]vendor.Adapter
+	keys        Keys
+	period      time.Duration
+	concurrency int
+	callTimeout time.Duration
+	publish     func(*eventsv1.RunEvent) error
+	keyName     func(batchv1.Provider) string
+	m           *metrics.Metrics
+	log         *slog.Logger
+	now         func() time.Time
+	epoch       time.Time
+
+	mu      sync.Mutex
+	entries map[string]*entry // by entryKey
+	byUID   map[string]string // run uid → entryKey, for idempotent Submit
+	queue   pollHeap
+	live    int // tracked batches that have not ended
+	wake    chan struct{}
+	submits singleflight.Group
+}
+
+// entry is one tracked batch. Lock order: Tracker.mu before entry.mu.
+type entry struct {
+	key      string
+	ref      Ref
+	vref     vendor.Ref
+	phase    time.Duration
+	index    int // in the poll heap, -1 when not queued
+	nextPoll time.Time
+
+	mu        sync.Mutex
+	snap      Snapshot
+	known     bool  // snap came from the vendor
+	lastErr   error // of the last poll, when it failed
+	lastStart time.Time
+	flight    *flight
+	ended     bool
+	gone      bool
+}
+
+// flight is one vendor poll that concurrent callers share.
+type flight struct {
+	done chan struct{}
+	err  error
+}
+
+// New returns a Tracker over one adapter per provider. Call Run to start
+// the background polls.
+func New(adapters []vendor.Adapter, keys Keys, opts Options) *Tracker {
+	if opts.Concurrency < 1 {
+		opts.Concurrency = 16
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 30 * time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = metrics.New()
+	}
+	t := &Tracker{
+		adapters: map[batchv1.Provider]vendor.Adapter{}, keys: keys, period: opts.Period,
+		concurrency: opts.Concurrency, callTimeout: opts.CallTimeout, publish: opts.Publish,
+		keyName: opts.DefaultKeyName, m: opts.Metrics, log: opts.Log, now: time.Now,
+		entries: map[string]*entry{}, byUID: map[string]string{}, wake: make(chan struct{}, 1),
+	}
+	t.epoch = t.now()
+	for _, a := range adapters {
+		t.adapters[a.Provider()] = instrument(a, opts.Metrics)
+	}
+	return t
+}
+
+func entryKey(p batchv1.Provider, id string) string { return vendor.ProviderName(p) + "/" + id }
+
+// apiKey resolves the run's key for provider p.
+func (t *Tracker) apiKey(run Run, p batchv1.Provider) (string, error) {
+	name := run.APIKeyKey
+	if name == "" && t.keyName != nil {
+		name = t.keyName(p)
+	}
+	return t.keys.Key(run.Namespace, name)
+}
+
+func (t *Tracker) adapter(p batchv1.Provider) (vendor.Adapter, error) {
+	a, ok := t.adapters[p]
+	if !ok {
+		return nil, fmt.Errorf("provider %s is not served", p)
+	}
+	return a, nil
+}
+
+// InFlight is the number of tracked batches that have not ended.
+func (t *Tracker) InFlight() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.live
+}
+
+// Tracked reports whether the tracker holds the batch.
+func (t *Tracker) Tracked(p batchv1.Provider, id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.entries[entryKey(p, id)]
+	return ok
+}
+
+// track returns the entry for ref, adding it (and queueing its first
+// poll) when it is new.
+func (t *Tracker) track(ref Ref) *entry {
+	k := entryKey(ref.Provider, ref.BatchID)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.entries[k]; ok {
+		return e
+	}
+	cli := vendor.CLIFor(ref.Provider)
+	if ref.Model != "" {
+		cli = cliOf(ref.Model)
+	}
+	e := &entry{
+		key: k, ref: ref, index: -1, phase: phaseOf(k, t.period),
+		vref: vendor.Ref{ID: ref.BatchID, CustomID: vendor.CustomID(ref.Run.UID), CLI: cli},
+		snap: Snapshot{State: batchv1.State_STATE_PENDING},
+	}
+	t.entries[k] = e
+	if ref.Run.UID != "" {
+		t.byUID[ref.Run.UID] = k
+	}
+	t.schedule(e, time.Time{})
+	t.live++
+	t.m.InFlight.Inc()
+	return e
+}
+
+// untrack forgets e.
+func (t *Tracker) untrack(e *entry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.entries[e.key] != e {
+		return
+	}
+	delete(t.entries, e.key)
+	if t.byUID[e.ref.Run.UID] == e.key {
+		delete(t.byUID, e.ref.Run.UID)
+	}
+	t.unschedule(e)
+	e.mu.Lock()
+	if !e.ended {
+		t.live--
+		t.m.InFlight.Dec()
+	}
+	e.gone = true
+	e.mu.Unlock()
+}
+
+// maybePoll reads e at the vendor unless it ended, was read less than a
+// period ago, or is being read (then it waits for that read).
+func (t *Tracker) maybePoll(ctx context.Context, e *entry) error {
+	e.mu.Lock()
+	if e.ended || e.gone {
+		e.mu.Unlock()
+		return nil
+	}
+	if f := e.flight; f != nil {
+		e.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	now := t.now()
+	if !e.lastStart.IsZero() && now.Sub(e.lastStart) < t.period {
+		e.mu.Unlock()
+		return nil
+	}
+	f := &flight{done: make(chan struct{})}
+	e.flight, e.lastStart = f, now
+	e.mu.Unlock()
+
+	// Detached from the asking caller: others may share this read.
+	f.err = t.pollVendor(e)
+	e.mu.Lock()
+	e.flight = nil
+	e.mu.Unlock()
+	close(f.done)
+	return f.err
+}
+
+// pollVendor does one vendor read of e and records it.
+func (t *Tracker) pollVendor(e *entry) error {
+	ctx, cancel := context.WithTimeout(context.Background(), t.callTimeout)
+	defer cancel()
+	a, err := t.adapter(e.ref.Provider)
+	if err != nil {
+		return err
+	}
+	key, err := t.apiKey(e.ref.Run, e.ref.Provider)
+	if err != nil {
+		t.recordErr(e, err)
+		return err
+	}
+	out, err := a.Poll(ctx, key, e.vref)
+	if err != nil {
+		if vendor.IsNotFound(err) {
+			t.untrack(e)
+			return fmt.Errorf("%w: %w", ErrGone, err)
+		}
+		t.recordErr(e, err)
+		t.log.Warn("batch poll failed; retrying next period", "provider", vendor.ProviderName(e.ref.Provider),
+			"batch", e.ref.BatchID, "namespace", e.ref.Run.Namespace, "agent", e.ref.Run.Agent, "error", err)
+		return err
+	}
+	t.record(e, out)
+	return nil
+}
+
+func (t *Tracker) recordErr(e *entry, err error) {
+	e.mu.Lock()
+	e.lastErr = err
+	e.mu.Unlock()
+}
+
+// record stores an outcome; the first ended one publishes the notice.
+func (t *Tracker) record(e *entry, out vendor.Outcome) {
+	t.mu.Lock()
+	e.mu.Lock()
+	if e.ended {
+		// A late read (e.g. a cancel racing a poll) must not overwrite the
+		// result the notice announced.
+		e.mu.Unlock()
+		t.mu.Unlock()
+		return
+	}
+	e.snap = Snapshot{State: out.State, Lines: out.Lines, FailureMessage: out.FailureMessage,
+		VendorStatus: out.VendorStatus, CheckedAt: t.now()}
+	e.known, e.lastErr = true, nil
+	justEnded := out.Ended() && !e.gone
+	if justEnded {
+		e.ended = true
+		t.unschedule(e)
+		t.live--
+		t.m.InFlight.Dec()
+	}
+	e.mu.Unlock()
+	t.mu.Unlock()
+	if !justEnded {
+		return
+	}
+	state := "failed"
+	if out.State == batchv1.State_STATE_SUCCEEDED {
+		state = "succeeded"
+	}
+	t.m.Finished.WithLabelValues(vendor.ProviderName(e.ref.Provider), state).Inc()
+	// The notice carries the normalised state (events.v1 BatchEvent);
+	// the vendor's own word stays in Get's vendor_status.
+	t.notify(e, state)
+}
+
+// notify publishes the completion notice. It is fire and forget: the
+// controller also polls, so a lost notice only delays it.
+func (t *Tracker) notify(e *entry, status string) {
+	if t.publish == nil {
+		return
+	}
+	run := e.ref.Run
+	ev := &eventsv1.RunEvent{
+		Run:  &eventsv1.RunIdentity{Namespace: run.Namespace, Agent: run.Agent, Uid: run.UID},
+		Kind: eventsv1.EventKind_EVENT_KIND_BATCH,
+		Payload: &eventsv1.RunEvent_Batch{Batch: &eventsv1.BatchEvent{
+			Provider: vendor.ProviderName(e.ref.Provider), BatchId: e.ref.BatchID, Status: status,
+		}},
+	}
+	if err := t.publish(ev); err != nil {
+		t.log.Warn("batch notice not published", "batch", e.ref.BatchID, "error", err)
+		return
+	}
+	t.m.Notices.Inc()
+}
+
+// snapshot answers from the table: the last known state, or the reason
+// there is none.
+func (e *entry) snapshot() (Snapshot, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.known {
+		return e.snap, nil
+	}
+	if e.lastErr != nil {
+		return Snapshot{}, fmt.Errorf("%w: %w", ErrNoState, e.lastErr)
+	}
+	return Snapshot{}, ErrNoState
+}
+
+// Get returns the batch's state, reading the vendor only when the batch
+// was never read or its last read is a period old. A batch not tracked yet
+// (after a restart) is tracked from now on.
+func (t *Tracker) Get(ctx context.Context, ref Ref) (Snapshot, error) {
+	e := t.track(ref)
+	if err := t.maybePoll(ctx, e); err != nil && (errors.Is(err, ErrGone) || ctx.Err() != nil) {
+		return Snapshot{}, err
+	}
+	return e.snapshot()
+}
+
+// Submit sends a run's prompt, or returns the batch already tracked for
+// the run's uid.
+func (t *Tracker) Submit(ctx context.Context, s Submission) (string, batchv1.Provider, error) {
+	cli := cliOf(s.Model)
+	p, ok := vendor.ProviderFor(cli)
+	if !ok {
+		return "", 0, fmt.Errorf("%w: model %q runs on %s", ErrNoBatchAPI, s.Model, cli)
+	}
+	v, err, _ := t.submits.Do(s.Run.UID, func() (any, error) {
+		t.mu.Lock()
+		if k, ok := t.byUID[s.Run.UID]; ok {
+			e := t.entries[k]
+			t.mu.Unlock()
+			return e.ref, nil
+		}
+		t.mu.Unlock()
+		a, err := t.adapter(p)
+		if err != nil {
+			return nil, err
+		}
+		key, err := t.apiKey(s.Run, p)
+		if err != nil {
+			return nil, err
+		}
+		id, err := a.Submit(ctx, key, vendor.Request{
+			CustomID: vendor.CustomID(s.Run.UID), Model: s.Model, Prompt: s.Prompt,
+			MaxTokens: s.MaxTokens, OutputSchema: s.OutputSchema,
+		})
+		if err != nil {
+			return nil, err
+		}
+		ref := Ref{Run: s.Run, Provider: p, BatchID: id, Model: s.Model}
+		t.track(ref)
+		t.log.Info("batch submitted", "provider", vendor.ProviderName(p), "batch", id,
+			"namespace", s.Run.Namespace, "agent", s.Run.Agent, "uid", s.Run.UID)
+		return ref, nil
+	})
+	if err != nil {
+		return "", 0, err
+	}
+	ref := v.(Ref)
+	return ref.BatchID, ref.Provider, nil
+}
+
+// Cancel asks the vendor to stop the batch. A batch known to have ended is
+// answered from the table without a vendor call.
+func (t *Tracker) Cancel(ctx context.Context, ref Ref) (Snapshot, error) {
+	e := t.track(ref)
+	e.mu.Lock()
+	ended := e.ended
+	e.mu.Unlock()
+	if ended {
+		return e.snapshot()
+	}
+	a, err := t.adapter(ref.Provider)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	key, err := t.apiKey(ref.Run, ref.Provider)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	out, err := a.Cancel(ctx, key, e.vref)
+	if err != nil {
+		if vendor.IsNotFound(err) {
+			t.untrack(e)
+			return Snapshot{}, fmt.Errorf("%w: %w", ErrGone, err)
+		}
+		return Snapshot{}, err
+	}
+	t.record(e, out)
+	return e.snapshot()
+}
+
+// Delete removes the batch at the vendor and stops tracking it. On error
+// the batch stays tracked, so a retry finds it.
+func (t *Tracker) Delete(ctx context.Context, ref Ref) error {
+	a, err := t.adapter(ref.Provider)
+	if err != nil {
+		return err
+	}
+	key, err := t.apiKey(ref.Run, ref.Provider)
+	if err != nil {
+		return err
+	}
+	if err := a.Delete(ctx, key, ref.BatchID); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	e := t.entries[entryKey(ref.Provider, ref.BatchID)]
+	t.mu.Unlock()
+	if e != nil {
+		t.untrack(e)
+	}
+	return nil
+}
+
+// cliOf is the vendor CLI a model routes to.
+func cliOf(model string) string { return vendors.Route(model).Name() }
