@@ -3,6 +3,7 @@
 //	agentctl run --station bug-fixer --param issue=42 --follow --wait
 //	agentctl get | list        agentctl logs AGENT
 //	agentctl events AGENT [--follow]    agentctl cancel AGENT
+//	agentctl prompt AGENT "text"        agentctl chat AGENT
 //
 // It follows the usual kubeconfig conventions (--kubeconfig, KUBECONFIG,
 // --context, -n/--namespace) and reads run events from NATS JetStream
@@ -33,6 +34,8 @@ const (
 type exitCodeError struct {
 	code int
 	msg  string
+	// fatal ends an interactive chat rather than moving to the next line.
+	fatal bool
 }
 
 func (e *exitCodeError) Error() string { return e.msg }
@@ -65,7 +68,8 @@ func newRoot() *cobra.Command {
 	f.StringVar(&g.context, "context", "", "kubeconfig context to use")
 	f.StringVarP(&g.namespace, "namespace", "n", "", "namespace (default: the context's)")
 	f.StringVar(&g.natsURL, "nats-url", envOr("NATS_URL", "nats://127.0.0.1:4222"), "NATS server holding the AGENT_EVENTS stream ($NATS_URL)")
-	root.AddCommand(newRunCmd(g), newGetCmd(g, "get"), newGetCmd(g, "list"), newLogsCmd(g), newEventsCmd(g), newCancelCmd(g))
+	root.AddCommand(newRunCmd(g), newGetCmd(g, "get"), newGetCmd(g, "list"), newLogsCmd(g), newEventsCmd(g), newCancelCmd(g),
+		newPromptCmd(g), newChatCmd(g))
 	return root
 }
 

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
+	"github.com/agentplane/agentplane/services/realtime-gateway/internal/app"
+	"github.com/agentplane/agentplane/services/realtime-gateway/internal/config"
+)
+
+// liveGateway is one in-process gateway serving on loopback.
+type liveGateway struct {
+	t      *testing.T
+	app    *app.App
+	addr   string
+	stop   context.CancelFunc
+	served chan error
+	client realtimev1.PromptServiceClient
+	once   sync.Once
+}
+
+// startGateway runs a gateway as the platform's ServiceAccount with the
+// given shutdown grace; the test's end stops it.
+func startGateway(t *testing.T, grace time.Duration) *liveGateway {
+	t.Helper()
+	rc := platform(t)
+	cfg, err := config.Parse([]string{"--shutdown-grace=" + grace.String(), "--key-secret-namespace=" + gwNamespace, "--dial-timeout=3s"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchCtx, cancelWatch := context.WithCancel(context.Background())
+	t.Cleanup(cancelWatch)
+	tw := &testWriter{t: t}
+	t.Cleanup(tw.close)
+	log := slog.New(slog.NewJSONHandler(tw, nil))
+	a, err := app.New(watchCtx, cfg, rc, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	g := &liveGateway{t: t, app: a, addr: gl.Addr().String(), stop: stop, served: make(chan error, 1)}
+	go func() { g.served <- a.Serve(ctx, gl, hl) }()
+	t.Cleanup(func() { g.shutdown(time.Minute) })
+	deadline := time.Now().Add(30 * time.Second)
+	for !a.Ready(context.Background()) {
+		if time.Now().After(deadline) {
+			t.Fatal("gateway not ready after 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	conn, err := grpc.NewClient(g.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	g.client = realtimev1.NewPromptServiceClient(conn)
+	return g
+}
+
+// shutdown stops the gateway as SIGTERM would and waits for Serve to
+// return.
+func (g *liveGateway) shutdown(within time.Duration) {
+	g.once.Do(func() {
+		g.stop()
+		select {
+		case err := <-g.served:
+			if err != nil {
+				g.t.Errorf("gateway: %v", err)
+			}
+		case <-time.After(within):
+			g.t.Fatalf("gateway still serving %v after shutdown began", within)
+		}
+	})
+}
+
+// testWriter sends the gateway's log lines to the test log until the
+// test ends; later lines (from watches winding down) are dropped.
+type testWriter struct {
+	mu   sync.Mutex
+	t    *testing.T
+	done bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimSpace(string(p)))
+	}
+	return len(p), nil
+}
+
+func (w *testWriter) close() {
+	w.mu.Lock()
+	w.done = true
+	w.mu.Unlock()
+}
+
+// bearer attaches a caller's token to ctx ("" attaches nothing).
+func bearer(token string) context.Context {
+	if token == "" {
+		return context.Background()
+	}
+	return metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token)
+}
+
+// gwTurn is what a Prompt through the gateway streamed back.
+type gwTurn struct {
+	events []*realtimev1.PromptResponse
+	end    *realtimev1.TurnEnd
+}
+
+// prompt sends text to Agent ns/name as the caller of token and reads the
+// whole turn; the error is the stream's status.
+func (g *liveGateway) prompt(token, ns, name, text string) (gwTurn, error) {
+	ctx, cancel := context.WithTimeout(bearer(token), time.Minute)
+	defer cancel()
+	stream, err := g.client.Prompt(ctx, &realtimev1.PromptRequest{Agent: &realtimev1.AgentRef{Namespace: ns, Name: name}, Text: text})
+	if err != nil {
+		return gwTurn{}, err
+	}
+	return readGatewayTurn(g.t, stream)
+}
+
+func readGatewayTurn(t *testing.T, stream grpc.ServerStreamingClient[realtimev1.PromptResponse]) (gwTurn, error) {
+	var tr gwTurn
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			if tr.end == nil {
+				t.Fatalf("stream ended without a turn end after %d events", len(tr.events))
+			}
+			return tr, nil
+		}
+		if err != nil {
+			return tr, err
+		}
+		if tr.end != nil {
+			t.Fatalf("message after the turn end: %v", m)
+		}
+		if m.GetEvent() != nil {
+			tr.events = append(tr.events, m)
+		}
+		tr.end = m.GetTurnEnd()
+	}
+}
+
+// metadataFrom attaches a caller's token to ctx.
+func metadataFrom(ctx context.Context, token string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+}
