@@ -91,9 +91,9 @@ func TestTheVendorIsPolledAtMostOncePerPeriod(t *testing.T) {
 	ns := namespace(t)
 	recipe(t, ns, "cadence", recipeOpts{})
 	launch(t, ns, "a", "cadence", "")
-	a := waitFor(t, ns, "a", 30*time.Second, "submitted", func(a *agentsv1alpha1.Agent) bool { return a.Status.BatchID != "" })
+	waitFor(t, ns, "a", 30*time.Second, "submitted", func(a *agentsv1alpha1.Agent) bool { return a.Status.BatchID != "" })
 	start := time.Now()
-	a = waitFor(t, ns, "a", 60*time.Second, "terminal", terminal)
+	a := waitFor(t, ns, "a", 60*time.Second, "terminal", terminal)
 	elapsed := time.Since(start)
 	calls := vendor.BatchCalls(a.Status.BatchID)
 	// Status reads while in flight, plus the create, the results read and

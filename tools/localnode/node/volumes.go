@@ -49,19 +49,19 @@ func (w *podWorker) setupVolume(ctx context.Context, pod *corev1.Pod, src *objec
 		if err != nil {
 			return err
 		}
-		return writeVolume(dir, files, v.Secret.DefaultMode)
+		return writeVolume(dir, files, v.Secret.DefaultMode, fsGroup(pod))
 	case v.ConfigMap != nil:
 		files, err := w.configMapFiles(ctx, src, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional)
 		if err != nil {
 			return err
 		}
-		return writeVolume(dir, files, v.ConfigMap.DefaultMode)
+		return writeVolume(dir, files, v.ConfigMap.DefaultMode, fsGroup(pod))
 	case v.DownwardAPI != nil:
 		files, err := w.downwardFiles(pod, v.DownwardAPI.Items)
 		if err != nil {
 			return err
 		}
-		return writeVolume(dir, files, v.DownwardAPI.DefaultMode)
+		return writeVolume(dir, files, v.DownwardAPI.DefaultMode, fsGroup(pod))
 	case v.Projected != nil:
 		var files []volumeFile
 		for _, s := range v.Projected.Sources {
@@ -71,7 +71,7 @@ func (w *podWorker) setupVolume(ctx context.Context, pod *corev1.Pod, src *objec
 			}
 			files = append(files, more...)
 		}
-		return writeVolume(dir, files, v.Projected.DefaultMode)
+		return writeVolume(dir, files, v.Projected.DefaultMode, fsGroup(pod))
 	}
 	return fmt.Errorf("volume type not supported by localnode (emptyDir, hostPath, secret, configMap, downwardAPI and projected are)")
 }
@@ -200,8 +200,18 @@ func (w *podWorker) serviceAccountToken(ctx context.Context, pod *corev1.Pod, p 
 	return tr.Status.Token, nil
 }
 
-// writeVolume writes files under dir with their modes (default 0644).
-func writeVolume(dir string, files []volumeFile, defaultMode *int32) error {
+// fsGroup is the pod's securityContext.fsGroup, or nil.
+func fsGroup(pod *corev1.Pod) *int64 {
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		return sc.FSGroup
+	}
+	return nil
+}
+
+// writeVolume writes files under dir with their modes (default 0644). With
+// an fsGroup, files and directories belong to that group, as a kubelet
+// makes them, so a mode such as 0440 is readable by the pod's runAsUser.
+func writeVolume(dir string, files []volumeFile, defaultMode *int32, group *int64) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create volume dir: %w", err)
 	}
@@ -226,6 +236,11 @@ func writeVolume(dir string, files []volumeFile, defaultMode *int32) error {
 		}
 		if err := os.Chmod(p, mode); err != nil {
 			return fmt.Errorf("chmod %s: %w", f.path, err)
+		}
+		if group != nil {
+			if err := os.Chown(p, -1, int(*group)); err != nil {
+				return fmt.Errorf("chown %s to fsGroup %d: %w", f.path, *group, err)
+			}
 		}
 	}
 	return nil

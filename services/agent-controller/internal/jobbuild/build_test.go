@@ -224,6 +224,25 @@ func TestExecAndRealtime(t *testing.T) {
 	}
 }
 
+func TestAResumedSessionRestoresItsConversation(t *testing.T) {
+	in := input()
+	in.Definition.Spec.Execution = agentsv1alpha1.ExecutionRealtime
+	in.Definition.Spec.Resources = &agentsv1alpha1.AgentResources{Conversation: &agentsv1alpha1.ConversationSpec{Source: "https://store"}}
+	in.Agent.Spec.ResumeSession = "sess-9"
+	j, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := envMap(agentContainer(t, j))
+	if env["AGENT_CONVERSATION_ID"].Value != "sess-9" || env["AGENT_CONVERSATION_SOURCE"].Value != "https://store" {
+		t.Errorf("the init step restores <source>/<resumeSession>: %+v %+v", env["AGENT_CONVERSATION_ID"], env["AGENT_CONVERSATION_SOURCE"])
+	}
+	spec, _ := runspec.Decode(env[runspec.EnvName].Value)
+	if spec.ResumeSession != "sess-9" {
+		t.Errorf("the run spec carries resumeSession, so no initial prompt is sent: %+v", spec)
+	}
+}
+
 func TestAJobRunMountsNoToken(t *testing.T) {
 	j, err := Build(input())
 	if err != nil {

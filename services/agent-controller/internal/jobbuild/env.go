@@ -103,6 +103,11 @@ func runEnv(in Input, spec string) []corev1.EnvVar {
 	if res.Conversation != nil {
 		conv = *res.Conversation
 	}
+	if conv.ID == "" && in.Agent.Spec.ResumeSession != "" {
+		// A resumed realtime session restores its conversation from the
+		// store like a run continuing conversation.id does.
+		conv.ID = in.Agent.Spec.ResumeSession
+	}
 	if Reserved[conv.HeadersSecret] {
 		conv.HeadersSecret = ""
 	}
