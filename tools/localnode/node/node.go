@@ -71,6 +71,10 @@ type Config struct {
 	KubeletPort int
 	// Labels are added to the Node's well-known labels.
 	Labels map[string]string
+	// Taints are put on the Node when it registers, so pods that do not
+	// tolerate them are never bound to it (pods naming it in nodeName
+	// still run, as on a kubelet).
+	Taints []corev1.Taint
 	// MaxPods is the Node's pod capacity; default 110.
 	MaxPods int
 	// LeavePodsRunning makes Stop leave container processes running for a

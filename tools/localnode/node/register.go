@@ -94,7 +94,8 @@ func (n *Node) nodeStatus(prev *corev1.NodeStatus) corev1.NodeStatus {
 // name (a restart), and writes its status.
 func (n *Node) register(ctx context.Context) error {
 	nodes := n.kube.CoreV1().Nodes()
-	obj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.cfg.Name, Labels: n.nodeLabels()}}
+	obj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.cfg.Name, Labels: n.nodeLabels()},
+		Spec: corev1.NodeSpec{Taints: n.cfg.Taints}}
 	created, err := nodes.Create(ctx, obj, metav1.CreateOptions{})
 	switch {
 	case err == nil:
@@ -113,6 +114,7 @@ func (n *Node) register(ctx context.Context) error {
 			for k, v := range n.nodeLabels() {
 				existing.Labels[k] = v
 			}
+			existing.Spec.Taints = mergeTaints(existing.Spec.Taints, n.cfg.Taints)
 			obj, err = nodes.Update(ctx, existing, metav1.UpdateOptions{})
 			return err
 		})
@@ -244,4 +246,19 @@ func kernelVersion() string {
 		return ""
 	}
 	return strings.TrimSpace(string(raw))
+}
+
+// mergeTaints adds the configured taints a Node lacks, keeping the ones
+// others put there (the node lifecycle controller's).
+func mergeTaints(have, want []corev1.Taint) []corev1.Taint {
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			found = found || h.Key == w.Key && h.Effect == w.Effect
+		}
+		if !found {
+			have = append(have, w)
+		}
+	}
+	return have
 }

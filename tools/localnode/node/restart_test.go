@@ -39,6 +39,9 @@ func TestRestartMidRun(t *testing.T) {
 			start := func() *node.Node {
 				n, err := node.Start(context.Background(), node.Config{
 					RESTConfig: env.Config, Name: name, StateDir: state, LeavePodsRunning: true,
+					// Other tests' pods must never be bound here: this
+					// node stops while they would still need it.
+					Taints: []corev1.Taint{{Key: "localnode.test/restarting", Effect: corev1.TaintEffectNoSchedule}},
 					Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 				})
 				if err != nil {
