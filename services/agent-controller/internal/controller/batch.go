@@ -28,7 +28,7 @@ var providers = map[agentsv1alpha1.BatchProvider]batchpb.Provider{
 	agentsv1alpha1.BatchProviderGemini:    batchpb.Provider_PROVIDER_GEMINI,
 }
 
-// batchRun is the batch-poller view of a's batch.
+// batchRef is the batch-poller view of a's batch.
 func batchRef(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition, model string) *batchpb.BatchRef {
 	return &batchpb.BatchRef{
 		Run:      batchRunOf(a, def),
@@ -44,12 +44,6 @@ func batchRunOf(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition) *b
 		r.ApiKeyKey = reconcile.APIKeyKey(&def.Spec, a.Status.BatchProvider)
 	}
 	return r
-}
-
-// modelOf is the run's model: the Agent's, else the definition's, else the
-// default. def may be nil.
-func modelOf(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition) string {
-	return a.EffectiveModel(def)
 }
 
 // submit hands the plan's batch to batch-poller and records its id in the
@@ -95,7 +89,7 @@ func (c *Controller) askBatch(ctx context.Context, snap *reconcile.Snapshot) err
 	}
 	ctx, cancel := context.WithTimeout(ctx, batchCallTimeout)
 	defer cancel()
-	resp, err := c.opts.Batch.Get(ctx, &batchpb.GetRequest{Batch: batchRef(a, snap.Definition, modelOf(a, snap.Definition))})
+	resp, err := c.opts.Batch.Get(ctx, &batchpb.GetRequest{Batch: batchRef(a, snap.Definition, a.EffectiveModel(snap.Definition))})
 	if err != nil {
 		return fmt.Errorf("get batch %s: %w", a.Status.BatchID, err)
 	}
@@ -210,11 +204,11 @@ func (c *Controller) deleteAtProvider(ctx context.Context, a *agentsv1alpha1.Age
 	if c.opts.Batch == nil {
 		return errors.New("no batch-poller client (BATCH_ENABLED is off)")
 	}
-	def := &agentsv1alpha1.AgentDefinition{}
-	if found, err := c.definitionOf(ctx, a, def); err != nil || !found {
-		def = nil
-	}
-	ref := batchRef(a, def, modelOf(a, def))
+	// The recipe names the API key and the model; when it is gone the
+	// defaults apply.
+	snap := reconcile.Snapshot{Agent: a}
+	_ = c.readRefs(ctx, &snap)
+	ref := batchRef(a, snap.Definition, a.EffectiveModel(snap.Definition))
 	ctx, cancel := context.WithTimeout(ctx, batchCallTimeout)
 	defer cancel()
 	inFlight := a.Status.Phase == agentsv1alpha1.PhaseRunning && !a.Status.BatchFallback
@@ -260,15 +254,4 @@ func (c *Controller) removeFinalizer(ctx context.Context, a *agentsv1alpha1.Agen
 func isFailedTest(err error) bool {
 	var se apierrors.APIStatus
 	return errors.As(err, &se) && se.Status().Code == 422
-}
-
-// definitionOf reads a's AgentDefinition through its Station, from the
-// caches first.
-func (c *Controller) definitionOf(ctx context.Context, a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition) (bool, error) {
-	st := &agentsv1alpha1.Station{}
-	found, err := c.cachedOrLive(ctx, c.stations, a.Namespace, a.Spec.StationRef, st)
-	if err != nil || !found {
-		return false, err
-	}
-	return c.cachedOrLive(ctx, c.defs, a.Namespace, st.Spec.AgentDefRef, def)
 }
