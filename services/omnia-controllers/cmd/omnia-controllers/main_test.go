@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -45,3 +46,35 @@ func TestParseConfigErrorsNameTheVariable(t *testing.T) {
 }
 
 func newFlagSet() *flag.FlagSet { return flag.NewFlagSet("t", flag.ContinueOnError) }
+
+// TestNoFlagChangesConcurrency checks seed 003's "no operator flag changes
+// these values" (three AgentRuntime and ToolRegistry workers, one
+// PromptPack worker): no option of the binary names a worker count, and
+// the spellings such a flag usually takes are refused, not silently
+// accepted.
+func TestNoFlagChangesConcurrency(t *testing.T) {
+	for _, o := range options {
+		name := strings.ToLower(o.flag + " " + o.env)
+		for _, word := range []string{"concurren", "worker", "max-reconcile", "parallel"} {
+			if strings.Contains(name, word) {
+				t.Errorf("option %s/%s looks like a worker-count setting", o.flag, o.env)
+			}
+		}
+	}
+	for _, arg := range []string{
+		"--max-concurrent-reconciles=8",
+		"--agentruntime-max-concurrent-reconciles=8",
+		"--promptpack-max-concurrent-reconciles=8",
+		"--toolregistry-max-concurrent-reconciles=8",
+		"--concurrency=8",
+		"--workers=8",
+	} {
+		t.Run(arg, func(t *testing.T) {
+			fs := newFlagSet()
+			fs.SetOutput(io.Discard)
+			if _, err := parseConfig(fs, []string{arg}, envOf(nil)); err == nil {
+				t.Fatalf("%s was accepted", arg)
+			}
+		})
+	}
+}

@@ -118,3 +118,48 @@ func TestRuntimeImage(t *testing.T) {
 		t.Fatal("langchain without image must be an error")
 	}
 }
+
+// TestMissingToolRegistryBuildsWithoutTools checks seed 003's "the
+// controller records ToolRegistryReady=False and builds the Deployment
+// without tools": with the registry missing or in another namespace the
+// pod is still built and names no registry; with it found the pod names
+// it (OMNIA_TOOLREGISTRY is how the runtime finds its tools).
+func TestMissingToolRegistryBuildsWithoutTools(t *testing.T) {
+	other := "other"
+	packs := []omniav1.PromptPack{ppack("v1", "1.0.0", omniav1.PromptPackPhaseActive)}
+	withRef := func(ns *string) *omniav1.AgentRuntime {
+		return agentSpec(func(a *omniav1.AgentRuntime) {
+			a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "tools", Namespace: ns}
+		})
+	}
+	found := &omniav1.ToolRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tools", Namespace: "ns", Generation: 1}}
+	cases := []struct {
+		name     string
+		agent    *omniav1.AgentRuntime
+		registry *omniav1.ToolRegistry
+		wantEnv  string // OMNIA_TOOLREGISTRY; "" for absent
+	}{
+		{"no toolRegistryRef: no tools", agentSpec(nil), nil, ""},
+		{"toolRegistryRef to a missing registry: built without tools", withRef(nil), nil, ""},
+		{"toolRegistryRef to another namespace: built without tools", withRef(&other), found, ""},
+		{"toolRegistryRef found: the pod names the registry", withRef(nil), found, "tools"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := inputs(tc.agent, packs, readyProvider(nil))
+			// Handed even to the cross-namespace case: the resolver, not
+			// only the reader, must refuse a registry of another namespace.
+			in.Registry = tc.registry
+			d := BuildDeployment(in, resolved(t, in), Config{}, "runtime:1")
+			got := ""
+			for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+				if e.Name == "OMNIA_TOOLREGISTRY" {
+					got = e.Value
+				}
+			}
+			if got != tc.wantEnv {
+				t.Fatalf("OMNIA_TOOLREGISTRY = %q, want %q", got, tc.wantEnv)
+			}
+		})
+	}
+}

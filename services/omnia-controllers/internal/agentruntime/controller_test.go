@@ -67,16 +67,31 @@ func mustAgent(t *testing.T, ns, name string) *omniav1.AgentRuntime {
 	return a
 }
 
-// TestTemplateStableAcrossUnrelatedReconciles: reconciles caused by things
-// that are not pod inputs (agent labels, pack and Provider status churn)
-// replace no pod and create no ReplicaSet; a real input change (a newer
-// pack version on the followed channel) does roll the template.
+// TestTemplateStableAcrossUnrelatedReconciles: every input present when
+// the agent is created (pack, Provider, ToolRegistry) is in the first
+// Deployment, so there is one ReplicaSet from the start; reconciles caused
+// by things that are not pod inputs (agent labels, pack, Provider and
+// registry status churn) replace no pod and create no ReplicaSet; a real
+// input change (a newer pack version on the followed channel) does roll
+// the template.
 func TestTemplateStableAcrossUnrelatedReconciles(t *testing.T) {
 	ns := env.Namespace(t)
 	counter := startAll(t)
 	ctx := context.Background()
 	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", nil))
+	mustCreate(t, cm, pack, mockProvider(ns, "llm"), clientRegistry(ns, "tools", "ask"))
+	// The inputs exist before the agent does: once the pack has been
+	// validated, the informers have long seen the registry too.
+	ctrltest.Eventually(t, wait, func() error {
+		p := &omniav1.PromptPack{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "support-v1"}, p); err != nil || p.Status.Phase != omniav1.PromptPackPhaseActive {
+			return fmt.Errorf("pack not Active yet: %v", err)
+		}
+		return nil
+	})
+	mustCreate(t, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+		a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "tools"}
+	}))
 	ctrltest.Eventually(t, wait, func() error {
 		if n := len(replicaSets(t, ns, "agent")); n != 1 {
 			return fmt.Errorf("%d ReplicaSets", n)
@@ -109,10 +124,18 @@ func TestTemplateStableAcrossUnrelatedReconciles(t *testing.T) {
 	if err := env.Client.Update(ctx, p); err != nil {
 		t.Fatal(err)
 	}
+	tr := &omniav1.ToolRegistry{} // no ToolRegistry controller runs: play its status write
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "tools"}, tr); err != nil {
+		t.Fatal(err)
+	}
+	tr.Status.Phase, tr.Status.DiscoveredToolsCount = omniav1.ToolRegistryPhaseReady, 1
+	if err := env.Client.Status().Update(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
 	markPodsReady(t, ns, "agent") // the Deployment's status changes too
 	ctrltest.Eventually(t, wait, func() error {
-		if n := counter.Count(key); n < before+3 {
-			return fmt.Errorf("%d reconciles since, want at least 3", n-before)
+		if n := counter.Count(key); n < before+4 {
+			return fmt.Errorf("%d reconciles since, want at least 4", n-before)
 		}
 		return nil
 	})
@@ -172,8 +195,9 @@ func TestWatchesBringAgentBack(t *testing.T) {
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhasePending, omniav1.ConditionDeploymentReady, omniav1.ReasonDeploymentCreated))
 }
 
-// TestAutoscaling: autoscaling on builds an HPA the agent owns; off again
-// removes it.
+// TestAutoscaling: autoscaling on builds an HPA the agent owns; the HPA
+// is owned, so deleting it "re-triggers" the agent (seed 003), which builds
+// it again; off again removes it.
 func TestAutoscaling(t *testing.T) {
 	ns := env.Namespace(t)
 	startAll(t)
@@ -189,6 +213,22 @@ func TestAutoscaling(t *testing.T) {
 		t.Fatalf("hpa %+v", hpa.Spec)
 	}
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhasePending, omniav1.ConditionAutoscalingReady, omniav1.ReasonScaling))
+	if !metav1.IsControlledBy(hpa, mustAgent(t, ns, "agent")) {
+		t.Fatal("HPA not owned by the agent")
+	}
+	oldUID := hpa.UID
+	if err := env.Client.Delete(ctx, hpa); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		if err := env.Client.Get(ctx, key, hpa); err != nil {
+			return err
+		}
+		if hpa.UID == oldUID {
+			return fmt.Errorf("the deleted HPA is still there")
+		}
+		return nil
+	})
 	a := mustAgent(t, ns, "agent")
 	a.Spec.Runtime.Autoscaling.Enabled = false
 	if err := env.Client.Update(ctx, a); err != nil {

@@ -219,7 +219,10 @@ func TestDuplicateVersion(t *testing.T) {
 	ctrltest.Eventually(t, wait, eventFor(ns, "first", omniav1.EventDuplicateVersion, "second"))
 }
 
-// TestAgentsNotifiedCounts: the count follows AgentRuntimes as they come.
+// TestAgentsNotifiedCounts: the count follows AgentRuntimes as they come,
+// and, as seed 003 says, "the controller does not push anything to them":
+// the counted AgentRuntime is never written by the PromptPack controller
+// (no other controller runs here, so any write would be its).
 func TestAgentsNotifiedCounts(t *testing.T) {
 	ns := env.Namespace(t)
 	start(t)
@@ -232,6 +235,16 @@ func TestAgentsNotifiedCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctrltest.Eventually(t, wait, condIs(ns, "a", omniav1.ConditionAgentsNotified, metav1.ConditionTrue, omniav1.ReasonAgentsNotified))
+	// A second version makes the controller rank (and count) again.
+	createPack(t, ns, "b", "support", "1.1.0", validPack)
+	ctrltest.Eventually(t, wait, phaseIs(ns, "a", omniav1.PromptPackPhaseSuperseded))
+	got := &omniav1.AgentRuntime{}
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "agent"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.ResourceVersion != ar.ResourceVersion {
+		t.Fatalf("the PromptPack controller wrote the AgentRuntime (resourceVersion %s -> %s): %+v", ar.ResourceVersion, got.ResourceVersion, got)
+	}
 }
 
 // TestIdleAfterConvergence: once Active, further passes write nothing, so

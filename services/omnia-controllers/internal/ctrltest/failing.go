@@ -1,0 +1,106 @@
+package ctrltest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Failing wraps a client. Calls named in Fail ("get *v1.ConfigMap",
+// "list *v1alpha1.PromptPackList", "status *v1alpha1.PromptPack": the verb
+// and the Go type of the object) fail with 503 Service Unavailable, as
+// they would from an overloaded API server; every call is recorded in
+// Calls, so a test can also show which kinds a controller reads.
+type Failing struct {
+	client.Client
+	// Fail names the calls to fail.
+	Fail map[string]bool
+
+	mu    sync.Mutex
+	calls []string
+}
+
+// Call names a call the way Fail and Calls do.
+func Call(verb string, obj any) string { return fmt.Sprintf("%s %T", verb, obj) }
+
+func (f *Failing) check(verb string, obj any) error {
+	c := Call(verb, obj)
+	f.mu.Lock()
+	f.calls = append(f.calls, c)
+	f.mu.Unlock()
+	if f.Fail[c] {
+		return apierrors.NewServiceUnavailable("injected failure: " + c)
+	}
+	return nil
+}
+
+// Calls returns the calls made so far.
+func (f *Failing) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+// Get fails or delegates.
+func (f *Failing) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := f.check("get", obj); err != nil {
+		return err
+	}
+	return f.Client.Get(ctx, key, obj, opts...)
+}
+
+// List fails or delegates.
+func (f *Failing) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := f.check("list", list); err != nil {
+		return err
+	}
+	return f.Client.List(ctx, list, opts...)
+}
+
+// Create fails or delegates.
+func (f *Failing) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if err := f.check("create", obj); err != nil {
+		return err
+	}
+	return f.Client.Create(ctx, obj, opts...)
+}
+
+// Update fails or delegates.
+func (f *Failing) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if err := f.check("update", obj); err != nil {
+		return err
+	}
+	return f.Client.Update(ctx, obj, opts...)
+}
+
+// Status wraps the status writer so "status <type>" calls can fail too.
+func (f *Failing) Status() client.SubResourceWriter {
+	return &failingStatus{SubResourceWriter: f.Client.Status(), f: f}
+}
+
+type failingStatus struct {
+	client.SubResourceWriter
+	f *Failing
+}
+
+func (s *failingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	if err := s.f.check("status", obj); err != nil {
+		return err
+	}
+	return s.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+func (s *failingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if err := s.f.check("status", obj); err != nil {
+		return err
+	}
+	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+// IsInjected reports whether err carries a failure Failing injected.
+func IsInjected(err error) bool {
+	return apierrors.IsServiceUnavailable(err)
+}

@@ -1,0 +1,104 @@
+package promptpack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
+)
+
+// TestTransientAPIFailureIsReturned checks seed 003's rule "when a call to
+// the API server or another dependency fails, the reconciler returns the
+// error" for each read and the status write of a PromptPack pass, and
+// "success is not requeued": once the failure clears the pass succeeds
+// with an empty Result.
+func TestTransientAPIFailureIsReturned(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	c := ctrltest.StartManager(t, env) // cache and indexes only
+	cases := []struct {
+		name string
+		fail string
+	}{
+		{"reading the ConfigMap fails", ctrltest.Call("get", &corev1.ConfigMap{})},
+		{"listing the sibling versions fails", ctrltest.Call("list", &omniav1.PromptPackList{})},
+		{"listing the AgentRuntimes fails", ctrltest.Call("list", &omniav1.AgentRuntimeList{})},
+		{"writing the status fails", ctrltest.Call("status", &omniav1.PromptPack{})},
+		{"nothing fails: success is not requeued", ""},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			name := fmt.Sprintf("p%d", i)
+			createPack(t, ns, name, name, "1.0.0", validPack) // a pack name of its own: no siblings
+			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}
+			ctrltest.Eventually(t, wait, func() error {
+				if _, err := getCached(c, ns, name); err != nil {
+					return err
+				}
+				return c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-cm"}, &corev1.ConfigMap{})
+			})
+			if tc.fail != "" {
+				r := &Reconciler{Client: &ctrltest.Failing{Client: c, Fail: map[string]bool{tc.fail: true}}, Validator: mustValidator(t)}
+				res, err := r.Reconcile(ctx, req)
+				if !ctrltest.IsInjected(err) || res != (reconcile.Result{}) {
+					t.Fatalf("result %+v err %v; want the injected 503 returned and no timer", res, err)
+				}
+			}
+			// The retries controller-runtime would make (after the error,
+			// and after any event a stale cache hid); every successful pass
+			// must ask for nothing.
+			r := &Reconciler{Client: c, Validator: mustValidator(t)}
+			ctrltest.Eventually(t, wait, func() error {
+				res, err := r.Reconcile(ctx, req)
+				if err != nil {
+					return err
+				}
+				if res != (reconcile.Result{}) {
+					t.Fatalf("a successful pass asked for %+v; success is never requeued", res)
+				}
+				return phaseIs(ns, name, omniav1.PromptPackPhaseActive)()
+			})
+		})
+	}
+}
+
+// TestPublishedVersionIsImmutable checks seed 003's "a PromptPack is an
+// immutable version of a pack's content" as the controller relies on it:
+// the API server refuses any spec change of a stored version (so a
+// validated version cannot turn into another one under the same name),
+// while metadata such as the controller's own pack-name label may change.
+func TestPublishedVersionIsImmutable(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	createPack(t, ns, "a", "support", "1.0.0", validPack)
+	cases := []struct {
+		name    string
+		mut     func(p *omniav1.PromptPack)
+		refused bool
+	}{
+		{"changing the version is refused", func(p *omniav1.PromptPack) { p.Spec.Version = "1.0.1" }, true},
+		{"pointing at another ConfigMap is refused", func(p *omniav1.PromptPack) { p.Spec.Source.ConfigMapRef.Name = "other" }, true},
+		{"changing the pack name is refused", func(p *omniav1.PromptPack) { p.Spec.PackName = "other" }, true},
+		{"a label change is accepted", func(p *omniav1.PromptPack) { p.Labels = map[string]string{"team": "support"} }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := getPack(ns, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.mut(p)
+			err = env.Client.Update(ctx, p)
+			if refused := err != nil && strings.Contains(err.Error(), "immutable"); refused != tc.refused {
+				t.Fatalf("update error %v; want refused=%v", err, tc.refused)
+			}
+		})
+	}
+}

@@ -1,0 +1,69 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
+)
+
+// TestTransientAPIFailureIsReturned checks seed 003's rule "when a call to
+// the API server or another dependency fails, the reconciler returns the
+// error" for the Secret read and the status write of a Provider pass, and
+// that a Provider with nothing unreachable asks for no timer (the 30 s
+// recheck exists only while an endpoint is unreachable).
+func TestTransientAPIFailureIsReturned(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	c := ctrltest.StartManager(t, env) // cache only
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "key", Namespace: ns}, Data: map[string][]byte{"api-key": []byte("k")}}
+	if err := env.Client.Create(ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		fail string
+	}{
+		{"reading the credential Secret fails", ctrltest.Call("get", &corev1.Secret{})},
+		{"writing the status fails", ctrltest.Call("status", &omniav1.Provider{})},
+		{"nothing fails: success is not requeued", ""},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &omniav1.Provider{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: ns},
+				Spec: omniav1.ProviderSpec{Type: omniav1.ProviderTypeMock, Credential: &omniav1.CredentialConfig{SecretRef: &omniav1.SecretKeyRef{Name: "key"}}}}
+			if err := env.Client.Create(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: p.Name}}
+			ctrltest.Eventually(t, wait, func() error {
+				if err := c.Get(ctx, req.NamespacedName, &omniav1.Provider{}); err != nil {
+					return err
+				}
+				return c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "key"}, &corev1.Secret{})
+			})
+			if tc.fail != "" {
+				r := &Reconciler{Client: &ctrltest.Failing{Client: c, Fail: map[string]bool{tc.fail: true}}}
+				res, err := r.Reconcile(ctx, req)
+				if !ctrltest.IsInjected(err) || res != (reconcile.Result{}) {
+					t.Fatalf("result %+v err %v; want the injected 503 returned and no timer", res, err)
+				}
+			}
+			res, err := (&Reconciler{Client: c}).Reconcile(ctx, req)
+			if err != nil || res != (reconcile.Result{}) {
+				t.Fatalf("result %+v err %v; want success with no timer", res, err)
+			}
+			got := &omniav1.Provider{}
+			if err := env.Client.Get(ctx, req.NamespacedName, got); err != nil || got.Status.Phase != omniav1.ProviderPhaseReady {
+				t.Fatalf("after the retry: phase %q %v (%+v)", got.Status.Phase, err, got.Status.Conditions)
+			}
+		})
+	}
+}
