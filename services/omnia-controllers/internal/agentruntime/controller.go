@@ -96,6 +96,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionFrameworkReady, metav1.ConditionTrue, omniav1.ReasonFrameworkImageResolved, image)
 
 	dep, err := r.applyDeployment(ctx, a, BuildDeployment(in, res, r.Config, image))
+	if transientAPIError(err) {
+		// Not a problem with the spec: the phase stands and
+		// controller-runtime retries with backoff.
+		return reconcile.Result{}, err
+	}
 	if err != nil {
 		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionDeploymentReady, metav1.ConditionFalse, omniav1.ReasonDeploymentFailed, err.Error())
 		st.Phase = omniav1.AgentRuntimePhaseFailed
@@ -103,7 +108,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionDeploymentReady, metav1.ConditionTrue, omniav1.ReasonDeploymentCreated, "Deployment "+dep.Name)
 	svc := BuildService(a)
-	if err := r.applyService(ctx, a, svc); err != nil {
+	if err := r.applyService(ctx, a, svc); transientAPIError(err) {
+		return reconcile.Result{}, err
+	} else if err != nil {
 		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionServiceReady, metav1.ConditionFalse, omniav1.ReasonServiceFailed, err.Error())
 		st.Phase = omniav1.AgentRuntimePhaseFailed
 		return reconcile.Result{}, joinStatus(err, r.writeStatus(ctx, a, st))
@@ -368,4 +375,14 @@ func mergeMap(dst, src map[string]string) map[string]string {
 		dst[k] = v
 	}
 	return dst
+}
+
+// transientAPIError reports an API failure a retry may not meet again
+// (unavailable, throttled, timed out, internal, a conflict), as opposed to
+// a refusal that needs an edit (an object someone else owns, an invalid
+// one). Only the latter fails the AgentRuntime.
+func transientAPIError(err error) bool {
+	return err != nil && (apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) || apierrors.IsConflict(err) ||
+		apierrors.IsUnexpectedServerError(err))
 }

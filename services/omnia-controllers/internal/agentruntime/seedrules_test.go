@@ -93,6 +93,15 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 				if !ctrltest.IsInjected(err) || res != (reconcile.Result{}) {
 					t.Fatalf("result %+v err %v; want the injected 503 returned and no timer", res, err)
 				}
+				// A transient failure is not a spec problem: it never
+				// marks the AgentRuntime Failed.
+				got := &omniav1.AgentRuntime{}
+				if err := env.Client.Get(ctx, req.NamespacedName, got); err != nil {
+					t.Fatal(err)
+				}
+				if got.Status.Phase == omniav1.AgentRuntimePhaseFailed {
+					t.Errorf("a 503 marked the AgentRuntime Failed: %+v", got.Status.Conditions)
+				}
 			}
 			// The retries controller-runtime would make: after the error,
 			// and after each status write of the failed pass (a pass that
