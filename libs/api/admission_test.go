@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,7 +40,7 @@ var strict = &client.CreateOptions{Raw: &metav1.CreateOptions{FieldValidation: "
 // wantKinds is every kind the two API groups must serve.
 var wantKinds = map[string][]string{
 	"agents.re-cinq.com":   {"Agent", "AgentDefinition", "Station"},
-	"omnia.altairalabs.ai": {"AgentRuntime", "Connection", "PromptPack", "Provider", "SandboxClass", "ToolPolicy", "ToolRegistry"},
+	"omnia.altairalabs.ai": {"AgentRuntime", "Connection", "PromptPack", "Provider", "RolloutAnalysis", "SandboxClass", "SkillSource", "ToolPolicy", "ToolRegistry", "Workspace"},
 }
 
 func readCRDs(t *testing.T) []apiextensionsv1.CustomResourceDefinition {
@@ -302,24 +303,18 @@ func TestPrinterColumnsInServerSideTables(t *testing.T) {
 			continue
 		}
 		t.Run(crd.Spec.Names.Kind, func(t *testing.T) {
-			url := strings.TrimSuffix(env.Config.Host, "/") + "/apis/" + crd.Spec.Group + "/" + v.Name + "/namespaces/" + ns + "/" + crd.Spec.Names.Plural
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-			resp, err := httpClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
+			scope := "/namespaces/" + ns
+			if crd.Spec.Scope == apiextensionsv1.ClusterScoped {
+				scope = ""
 			}
-			defer func() { _ = resp.Body.Close() }()
-			body, err := io.ReadAll(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
+			url := strings.TrimSuffix(env.Config.Host, "/") + "/apis/" + crd.Spec.Group + "/" + v.Name + scope + "/" + crd.Spec.Names.Plural
+			body, code := getTable(ctx, t, httpClient, url)
 			var table metav1.Table
 			if err := json.Unmarshal(body, &table); err != nil {
-				t.Fatalf("%s: HTTP %d: %v\n%s", url, resp.StatusCode, err, body)
+				t.Fatalf("%s: HTTP %d: %v\n%s", url, code, err, body)
 			}
 			if table.Kind != "Table" {
-				t.Fatalf("got kind %q, want Table", table.Kind)
+				t.Fatalf("got kind %q, want Table: HTTP %d %s", table.Kind, code, body)
 			}
 			var got []string
 			for _, c := range table.ColumnDefinitions {
@@ -377,5 +372,30 @@ func TestKubectlExplainDescribesFields(t *testing.T) {
 				t.Errorf("kubectl explain %s does not explain it (want %q):\n%s", c.field, c.want, out)
 			}
 		})
+	}
+}
+
+// getTable GETs url as a server-side Table. A CRD installed moments ago may
+// answer 429 "storage is (re)initializing" while its store starts; that is
+// retried, as kubectl does, for up to 30 seconds.
+func getTable(ctx context.Context, t *testing.T, c *http.Client, url string) ([]byte, int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
+			return body, resp.StatusCode
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -14,6 +14,8 @@
 //     judged against: the policy that governs its tool calls, the sandbox
 //     its locally executed tools run in and the outbound endpoints those
 //     sandboxes may reach.
+//   - Workspace (cluster-scoped) is a tenant: it owns one namespace and
+//     holds the pod and autoscaling defaults its AgentRuntimes inherit.
 //
 // Field names, defaults and enum values follow the public Omnia operator so
 // its manifests apply unchanged. Everything that can be judged from one

@@ -144,7 +144,7 @@ type SkillRef struct {
 	Include []string `json:"include,omitempty"`
 
 	// mountAs is the directory the skills are grouped under; defaults to the
-	// last path element of the source's content path.
+	// SkillSource name.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
@@ -216,12 +216,43 @@ type PromptPackStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// skills are the skills spec.skills resolved to, sorted by name, for
+	// the agent runtime to mount. Set only while none of SkillsResolved,
+	// SkillsValid and SkillToolsResolved is False (a partial or ambiguous
+	// set is never offered); empty otherwise.
+	// +optional
+	// +listType=atomic
+	Skills []ResolvedSkill `json:"skills,omitempty"`
+
 	// conditions detail the state: SourceValid, SchemaValid, AgentsNotified,
 	// Superseded, SkillsResolved, SkillsValid and SkillToolsResolved.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ResolvedSkill is one skill a PromptPack's spec.skills resolved to.
+type ResolvedSkill struct {
+	// name of the skill, unique within the pack.
+	// +required
+	Name string `json:"name"`
+
+	// source is the SkillSource, in the pack's namespace, the skill comes
+	// from.
+	// +required
+	Source string `json:"source"`
+
+	// group is the directory the skill is mounted under: the SkillRef's
+	// mountAs, or the SkillSource name when mountAs is empty. The runtime
+	// finds the skill at <group>/<name>/SKILL.md.
+	// +required
+	Group string `json:"group"`
+
+	// key is the data key of the SkillSource's ConfigMap that holds the
+	// skill document.
+	// +required
+	Key string `json:"key"`
 }
 
 // +kubebuilder:object:root=true
