@@ -13,13 +13,22 @@ import (
 	"golang.org/x/text/message"
 )
 
-// schemaJSON is the PromptPack JSON Schema, embedded so validation needs no
-// network at run time and compiles exactly once per process.
+// schemaJSON is the published PromptPack JSON Schema (version 1.3.1, the
+// one promptpack.org serves as "latest"), embedded so validation needs no
+// network at run time and compiles exactly once per process. It carries
+// every constraint of the published document; its descriptions and
+// examples are left out, because they do not change what validates.
 //
 //go:embed promptpack.schema.json
 var schemaJSON []byte
 
-const schemaURL = "https://agentplane.dev/schema/promptpack.schema.json"
+// SchemaURL is the address the PromptPack format publishes its schema at;
+// the embedded copy is registered under it, so a pack's own "$schema"
+// pointing there resolves to the embedded copy and never to the network.
+const SchemaURL = "https://promptpack.org/schema/latest/promptpack.schema.json"
+
+// SchemaVersion is the version of the published schema that is embedded.
+const SchemaVersion = "1.3.1"
 
 // Validator checks pack.json content. The error it returns is the message
 // shown in the SchemaValid condition and the SchemaValidationFailed event.
@@ -41,10 +50,10 @@ func NewSchemaValidator() (*SchemaValidator, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
-	if err := c.AddResource(schemaURL, doc); err != nil {
+	if err := c.AddResource(SchemaURL, doc); err != nil {
 		return nil, fmt.Errorf("load embedded PromptPack schema: %w", err)
 	}
-	s, err := c.Compile(schemaURL)
+	s, err := c.Compile(SchemaURL)
 	if err != nil {
 		return nil, fmt.Errorf("compile embedded PromptPack schema: %w", err)
 	}
