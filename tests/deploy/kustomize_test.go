@@ -64,7 +64,7 @@ func TestTheInstallRendersAndIsAccepted(t *testing.T) {
 	}
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(
 		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - "+rel+
-			"\ncomponents:\n  - "+rel+"/components/batch\n  - "+rel+"/components/realtime\n"), 0o644); err != nil {
+			"\ncomponents:\n  - "+rel+"/components/batch\n  - "+rel+"/components/realtime\n  - "+rel+"/components/omnia\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -72,10 +72,13 @@ func TestTheInstallRendersAndIsAccepted(t *testing.T) {
 		want      []string
 		absent    []string
 	}{
-		{"the base installs the CRDs and the agent-controller, batch and realtime off", deploy,
-			[]string{"kind: CustomResourceDefinition", "name: agent-controller"}, []string{"BATCH_ENABLED", "REALTIME_ENABLED", "name: batch-poller"}},
-		{"the components add batch-poller and realtime-gateway and switch their modes on", overlay,
-			[]string{"name: batch-poller", "name: realtime-gateway", "name: BATCH_ENABLED", "name: REALTIME_ENABLED", "agentplane-realtime-key"}, nil},
+		{"the base installs every CRD and the agent-controller; batch, realtime and omnia-controllers are off", deploy,
+			[]string{"kind: CustomResourceDefinition", "name: agent-controller"},
+			[]string{"BATCH_ENABLED", "REALTIME_ENABLED", "name: batch-poller", "name: omnia-controllers"}},
+		{"the components add batch-poller, realtime-gateway and omnia-controllers", overlay,
+			[]string{"name: batch-poller", "name: realtime-gateway", "name: BATCH_ENABLED", "name: REALTIME_ENABLED", "agentplane-realtime-key",
+				"name: omnia-controllers", "name: agentruntimes.omnia.altairalabs.ai", "name: workspaces.omnia.altairalabs.ai",
+				"name: skillsources.omnia.altairalabs.ai", "name: rolloutanalyses.omnia.altairalabs.ai"}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {
@@ -92,5 +95,26 @@ func TestTheInstallRendersAndIsAccepted(t *testing.T) {
 			}
 			kubectl(t, out, "--kubeconfig", kcPath, "apply", "--dry-run=server", "-f", "-")
 		})
+	}
+}
+
+// TestEveryGeneratedCRDIsInstalled keeps deploy/kustomization.yaml in step
+// with controller-gen: a new kind's CRD must be installed by the base.
+func TestEveryGeneratedCRDIsInstalled(t *testing.T) {
+	out := kubectl(t, nil, "kustomize", "../../deploy")
+	files, err := filepath.Glob("../../deploy/crds/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs found: %v", err)
+	}
+	for _, f := range files {
+		// controller-gen names each file <group>_<plural>.yaml and the CRD
+		// <plural>.<group>.
+		group, plural, ok := strings.Cut(strings.TrimSuffix(filepath.Base(f), ".yaml"), "_")
+		if !ok {
+			t.Fatalf("unexpected CRD file name %s", f)
+		}
+		if !bytes.Contains(out, []byte("name: "+plural+"."+group+"\n")) {
+			t.Errorf("deploy/kustomization.yaml does not install %s (%s)", plural+"."+group, filepath.Base(f))
+		}
 	}
 }

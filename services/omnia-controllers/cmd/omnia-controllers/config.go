@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -26,6 +27,12 @@ type config struct {
 	ProbeCredentials        bool
 	LogLevel                slog.Level
 	ShutdownTimeout         time.Duration
+	// repeatedInProcess lets tests run the manager more than once in one
+	// process; no flag sets it.
+	repeatedInProcess bool
+	// PrometheusURL is the Prometheus HTTP API rollout analysis queries;
+	// empty when there is none.
+	PrometheusURL string
 }
 
 // option documents one flag; the table is also what docs list.
@@ -45,6 +52,7 @@ var options = []option{
 	{"provider-credential-probe", "PROVIDER_CREDENTIAL_PROBE", "true", "probe Provider API keys with the vendor (openai, claude, gemini)"},
 	{"log-level", "LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"graceful-shutdown-timeout", "GRACEFUL_SHUTDOWN_TIMEOUT", "30s", "how long running reconciles may finish after SIGTERM"},
+	{"prometheus-url", "OMNIA_PROMETHEUS_URL", "", "Prometheus HTTP API address that rollout analysis steps query; without it analysis steps hold"},
 }
 
 // parseConfig reads flags from args, falling back to env for flags not
@@ -78,6 +86,13 @@ func parseConfig(fs *flag.FlagSet, args []string, env func(string) string) (conf
 		LeaderElectionNamespace: get("leader-election-namespace"),
 		RuntimeImage:            get("runtime-image"),
 		RuntimePullPolicy:       corev1.PullPolicy(get("runtime-image-pull-policy")),
+		PrometheusURL:           get("prometheus-url"),
+	}
+	if u := c.PrometheusURL; u != "" {
+		// The URL may carry credentials, so the error does not repeat it.
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return c, fmt.Errorf("--prometheus-url (OMNIA_PROMETHEUS_URL): want an absolute http or https URL")
+		}
 	}
 	var err error
 	if c.LeaderElect, err = parseBool("leader-elect", get); err != nil {

@@ -1,7 +1,7 @@
-// Command omnia-controllers runs the AgentRuntime, PromptPack, ToolRegistry
-// and Provider controllers in one controller-runtime manager, with leader
-// election on a Lease, Prometheus metrics, health and readiness endpoints,
-// JSON logs and a graceful shutdown on SIGTERM.
+// Command omnia-controllers runs the AgentRuntime, PromptPack, ToolRegistry,
+// Provider, Workspace and SkillSource controllers in one controller-runtime
+// manager, with leader election on a Lease, Prometheus metrics, health and
+// readiness endpoints, JSON logs and a graceful shutdown on SIGTERM.
 package main
 
 import (
@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -29,7 +30,9 @@ import (
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/promptpack"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/provider"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/skillsource"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/toolregistry"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/workspace"
 )
 
 func main() {
@@ -73,6 +76,9 @@ func run(ctx context.Context, cfg config, restCfg *rest.Config) error {
 		LeaderElectionNamespace:       cfg.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &timeout,
+		// Controller names are unique per process; tests start the manager
+		// more than once in one process.
+		Controller: ctrlconfig.Controller{SkipNameValidation: &cfg.repeatedInProcess},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -91,15 +97,29 @@ func run(ctx context.Context, cfg config, restCfg *rest.Config) error {
 		{promptpack.ControllerName, func() error {
 			return (&promptpack.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("promptpack-controller"), Validator: validator}).SetupWithManager(mgr, nil)
 		}},
+		{skillsource.ControllerName, func() error {
+			return (&skillsource.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, nil)
+		}},
 		{toolregistry.ControllerName, func() error {
 			return (&toolregistry.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, nil)
+		}},
+		{workspace.ControllerName, func() error {
+			return (&workspace.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("workspace-controller")}).SetupWithManager(mgr, nil)
 		}},
 		{provider.ControllerName, func() error {
 			return (&provider.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("provider-controller"), ProbeCredentials: cfg.ProbeCredentials}).SetupWithManager(mgr, nil)
 		}},
 		{agentruntime.ControllerName, func() error {
-			return (&agentruntime.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("agentruntime-controller"),
-				Config: agentruntime.Config{RuntimeImage: cfg.RuntimeImage, RuntimeCommand: cfg.RuntimeCommand, ImagePullPolicy: cfg.RuntimePullPolicy}}).SetupWithManager(mgr, nil)
+			r := &agentruntime.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("agentruntime-controller"),
+				Config: agentruntime.Config{RuntimeImage: cfg.RuntimeImage, RuntimeCommand: cfg.RuntimeCommand, ImagePullPolicy: cfg.RuntimePullPolicy}}
+			if cfg.PrometheusURL != "" {
+				q, err := agentruntime.NewPrometheusQuerier(cfg.PrometheusURL)
+				if err != nil {
+					return err
+				}
+				r.Metrics = q
+			}
+			return r.SetupWithManager(mgr, nil)
 		}},
 	}
 	for _, s := range setups {

@@ -78,3 +78,33 @@ func TestNoFlagChangesConcurrency(t *testing.T) {
 		})
 	}
 }
+
+// TestPrometheusURL: rollout analysis reads Prometheus at --prometheus-url;
+// it is off by default, and anything but an absolute http(s) URL is refused
+// with a message naming the flag and its variable.
+func TestPrometheusURL(t *testing.T) {
+	cases := []struct {
+		rule, env, want string
+		ok              bool
+	}{
+		{"unset by default: analysis steps hold", "", "", true},
+		{"an http URL is taken", "http://prometheus.monitoring:9090", "http://prometheus.monitoring:9090", true},
+		{"an https URL is taken", "https://metrics.example/prometheus", "https://metrics.example/prometheus", true},
+		{"a relative address is refused", "prometheus:9090", "", false},
+		{"another scheme is refused", "ftp://prometheus", "", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.rule, func(t *testing.T) {
+			c, err := parseConfig(newFlagSet(), nil, envOf(map[string]string{"OMNIA_PROMETHEUS_URL": tc.env}))
+			if !tc.ok {
+				if err == nil || !strings.Contains(err.Error(), "OMNIA_PROMETHEUS_URL") || !strings.Contains(err.Error(), "--prometheus-url") {
+					t.Fatalf("want a refusal naming the flag and variable, got %v", err)
+				}
+				return
+			}
+			if err != nil || c.PrometheusURL != tc.want {
+				t.Fatalf("PrometheusURL %q, err %v", c.PrometheusURL, err)
+			}
+		})
+	}
+}

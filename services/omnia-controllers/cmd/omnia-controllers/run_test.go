@@ -72,6 +72,7 @@ func TestRunWiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.LogLevel = slog.LevelWarn
+	cfg.repeatedInProcess = true
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, cfg, env.Config) }()

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -173,6 +174,12 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) *appsv
 		{Name: "OMNIA_HEALTH_PORT", Value: fmt.Sprint(HealthPort)},
 		{Name: "OMNIA_PROMPTPACK_NAME", Value: pack.Spec.PackName},
 		{Name: "OMNIA_PROMPTPACK_VERSION", Value: pack.Spec.Version},
+		// Set always, not only during a rollout, so a rollout starting
+		// does not change (and roll) the stable pods.
+		{Name: EnvVariant, Value: VariantStable},
+	}
+	if w := in.Workspace; w != nil {
+		env = append(env, corev1.EnvVar{Name: "OMNIA_WORKSPACE_NAME", Value: w.Name})
 	}
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount
@@ -218,12 +225,27 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) *appsv
 		mounts = append(mounts, po.ExtraVolumeMounts...)
 	}
 
-	podAnn := map[string]string{omniav1.AnnotationConfigHash: ConfigHash(in, res)}
+	// The Workspace's pod defaults are layered under the agent's own
+	// settings: whatever the agent sets on the same key wins.
+	wsRuntime := workspaceRuntime(in)
+	podAnn := map[string]string{}
+	if wsRuntime != nil {
+		maps.Copy(podAnn, wsRuntime.PodAnnotations)
+	}
+	podAnn[omniav1.AnnotationConfigHash] = ConfigHash(in, res)
 	for k, v := range a.Spec.ExtraPodAnnotations {
 		podAnn[k] = v
 	}
 	podLabels := SelectorLabels(a.Name)
 	podLabels[omniav1.LabelMode] = string(a.Spec.EffectiveMode())
+	reserved := maps.Clone(podLabels) // the selector and mode are the operator's
+	if wsRuntime != nil {
+		for k, v := range wsRuntime.PodLabels {
+			if _, r := reserved[k]; !r {
+				podLabels[k] = v
+			}
+		}
+	}
 	pull := cfg.ImagePullPolicy
 	if pull == "" {
 		pull = corev1.PullIfNotPresent
@@ -259,8 +281,13 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) *appsv
 		}
 		pod.NodeSelector, pod.Tolerations, pod.Affinity = rt.NodeSelector, rt.Tolerations, rt.Affinity
 	}
+	if wsRuntime != nil {
+		pod.ServiceAccountName = wsRuntime.ServiceAccountName
+	}
 	if po := a.Spec.PodOverrides; po != nil {
-		pod.ServiceAccountName = po.ServiceAccountName
+		if po.ServiceAccountName != "" {
+			pod.ServiceAccountName = po.ServiceAccountName
+		}
 		pod.PriorityClassName = po.PriorityClassName
 		pod.ImagePullSecrets = po.ImagePullSecrets
 		pod.Containers[0].EnvFrom = po.ExtraEnvFrom
@@ -269,7 +296,7 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) *appsv
 		}
 		pod.Tolerations = append(pod.Tolerations, po.Tolerations...)
 		for k, v := range po.Labels {
-			if _, selector := podLabels[k]; !selector {
+			if _, r := reserved[k]; !r {
 				podLabels[k] = v
 			}
 		}
@@ -281,7 +308,7 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) *appsv
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace, Labels: objectLabels(a.Name)},
 		Spec: appsv1.DeploymentSpec{
-			Replicas: desiredReplicas(a),
+			Replicas: desiredReplicas(in),
 			Selector: &metav1.LabelSelector{MatchLabels: SelectorLabels(a.Name)},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnn}, Spec: pod},
 		},
@@ -289,16 +316,18 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) *appsv
 	return d
 }
 
-// autoscaled reports whether an HPA owns the replica count.
-func autoscaled(a *omniav1.AgentRuntime) bool {
-	rt := a.Spec.Runtime
-	return rt != nil && rt.Autoscaling != nil && rt.Autoscaling.Enabled
+// autoscaled reports whether an autoscaler owns the replica count, under
+// the agent's effective policy (EffectiveAutoscaling).
+func autoscaled(in Inputs) bool {
+	as := EffectiveAutoscaling(in)
+	return as != nil && as.Enabled
 }
 
-func desiredReplicas(a *omniav1.AgentRuntime) *int32 {
-	if autoscaled(a) {
+func desiredReplicas(in Inputs) *int32 {
+	if autoscaled(in) {
 		return nil
 	}
+	a := in.Agent
 	if rt := a.Spec.Runtime; rt != nil && rt.Replicas != nil {
 		return ptr(*rt.Replicas)
 	}
@@ -350,11 +379,14 @@ func BuildService(a *omniav1.AgentRuntime) *corev1.Service {
 // BuildHPA returns the desired HorizontalPodAutoscaler, or nil when the
 // agent is not autoscaled by an HPA. Memory is the primary metric (a
 // session holds memory while it waits on the model), CPU a safety valve.
-func BuildHPA(a *omniav1.AgentRuntime) *autoscalingv2.HorizontalPodAutoscaler {
-	if !autoscaled(a) {
+// The policy is the agent's effective one: its own, else its Workspace
+// service group's.
+func BuildHPA(in Inputs) *autoscalingv2.HorizontalPodAutoscaler {
+	if !autoscaled(in) {
 		return nil
 	}
-	as := a.Spec.Runtime.Autoscaling
+	a := in.Agent
+	as := EffectiveAutoscaling(in)
 	if as.Type != "" && as.Type != omniav1.AutoscalerHPA {
 		return nil
 	}

@@ -81,18 +81,19 @@ func TestPodTemplateChangesOnlyWithInputs(t *testing.T) {
 
 func TestBuildHPAAndService(t *testing.T) {
 	a := agentSpec(nil)
-	if BuildHPA(a) != nil {
+	in := Inputs{Agent: a}
+	if BuildHPA(in) != nil {
 		t.Fatal("HPA without autoscaling")
 	}
-	if r := desiredReplicas(a); r == nil || *r != 1 {
+	if r := desiredReplicas(in); r == nil || *r != 1 {
 		t.Fatalf("replicas %v", r)
 	}
 	a.Spec.Runtime = &omniav1.RuntimeConfig{Autoscaling: &omniav1.AutoscalingConfig{Enabled: true, MaxReplicas: ptr(int32(5))}}
-	h := BuildHPA(a)
+	h := BuildHPA(in)
 	if h == nil || *h.Spec.MinReplicas != 1 || h.Spec.MaxReplicas != 5 || len(h.Spec.Metrics) != 2 || h.Spec.Metrics[0].Resource.Name != corev1.ResourceMemory {
 		t.Fatalf("hpa %+v", h)
 	}
-	if desiredReplicas(a) != nil {
+	if desiredReplicas(in) != nil {
 		t.Fatal("an autoscaled Deployment must leave replicas to the HPA")
 	}
 	a.Spec.Facades = []omniav1.FacadeConfig{{Type: omniav1.FacadeTypeA2A, Port: ptr(int32(9999))}, {Type: omniav1.FacadeTypeWebSocket, Port: ptr(int32(8000))}}

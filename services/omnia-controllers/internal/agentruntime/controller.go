@@ -21,6 +21,7 @@ import (
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/oidc"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -37,12 +38,19 @@ type Reconciler struct {
 	Config Config
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// JWKSFetcher reads the key sets of OIDC issuers for the JWKS mirror;
+	// an oidc.Fetcher with its defaults when nil.
+	JWKSFetcher *oidc.Fetcher
+	// Metrics runs rollout analysis queries; nil when the operator has no
+	// Prometheus, and analysis steps then hold.
+	Metrics MetricsQuerier
 }
 
 // Reconcile resolves one agent's inputs and, once all are usable, writes
-// its Deployment, Service and HPA. Timers (rollout steps and analysis,
-// OIDC key refresh, the idle deadline) will return their RequeueAfter from
-// here when those features land; today success is never requeued.
+// its Deployment, Service and HPA, runs its rollout, mirrors its OIDC keys
+// and applies its idle deadline. Success is requeued only for the timers
+// seed 003 lists: rollout steps and analysis, the OIDC key refresh and the
+// idle deadline.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	a := &omniav1.AgentRuntime{}
 	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
@@ -95,7 +103,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionFrameworkReady, metav1.ConditionTrue, omniav1.ReasonFrameworkImageResolved, image)
 
-	dep, err := r.applyDeployment(ctx, a, BuildDeployment(in, res, r.Config, image))
+	// The idle deadline may delete the agent or hold it at zero replicas.
+	idle, err := r.idleDeadline(ctx, a, st, t)
+	if err != nil || idle.Deleted {
+		return reconcile.Result{}, err
+	}
+	want := BuildDeployment(in, res, r.Config, image)
+	if idle.ScaleToZero {
+		want.Spec.Replicas = ptr(int32(0))
+	}
+	// The rollout engine runs the candidate Deployment and may change the
+	// stable one's replicas (replica-weighted traffic) or end the pass
+	// after a spec write of its own (a version trigger, a promotion).
+	ro, err := r.rollout(ctx, a, in, res, image, want, st, t)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if ro.Done {
+		return reconcile.Result{RequeueAfter: ro.RequeueAfter}, r.writeStatus(ctx, a, st)
+	}
+
+	dep, err := r.applyDeployment(ctx, a, want)
 	if transientAPIError(err) {
 		// Not a problem with the spec: the phase stands and
 		// controller-runtime retries with backoff.
@@ -117,9 +145,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionServiceReady, metav1.ConditionTrue, omniav1.ReasonServiceCreated, "Service "+svc.Name)
 	st.ServiceEndpoint = fmt.Sprintf("%s.%s.svc.cluster.local:%d", a.Name, a.Namespace, primaryPort(a))
-	if err := r.autoscaling(ctx, a, st, t); err != nil {
+	if err := r.autoscaling(ctx, in, st, t); err != nil {
 		return reconcile.Result{}, err
 	}
+
+	jwksAfter, jwksErr := r.mirrorJWKS(ctx, a, st, t)
 
 	st.ActiveVersion = ptr(res.Pack.Spec.Version)
 	desired := int32(0)
@@ -135,7 +165,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		st.Phase = omniav1.AgentRuntimePhasePending
 		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionReady, metav1.ConditionFalse, omniav1.ReasonRuntimeNotReady, "no replica is ready yet")
 	}
-	return reconcile.Result{}, r.writeStatus(ctx, a, st)
+	if idle.ScaleToZero {
+		holdAtZero(a, st, t)
+	}
+	if jwksErr != nil {
+		// A transient API failure of the mirror alone: record the rest of
+		// the pass and let controller-runtime retry with backoff.
+		return reconcile.Result{}, joinStatus(jwksErr, r.writeStatus(ctx, a, st))
+	}
+	if ro.Retry != nil {
+		// A missing candidate input: the stable side is applied above;
+		// the candidate is retried with backoff.
+		return reconcile.Result{}, joinStatus(ro.Retry, r.writeStatus(ctx, a, st))
+	}
+	// Timers only where seed 003 lists them: rollout steps and analysis,
+	// the OIDC key refresh, the idle deadline.
+	return reconcile.Result{RequeueAfter: soonest(idle.RequeueAfter, ro.RequeueAfter, jwksAfter)}, r.writeStatus(ctx, a, st)
+}
+
+// soonest is the smallest positive duration, 0 when none is positive.
+func soonest(ds ...time.Duration) time.Duration {
+	var m time.Duration
+	for _, d := range ds {
+		if d > 0 && (m == 0 || d < m) {
+			m = d
+		}
+	}
+	return m
 }
 
 func joinStatus(err, statusErr error) error {
@@ -202,6 +258,13 @@ func (r *Reconciler) inputs(ctx context.Context, a *omniav1.AgentRuntime) (Input
 			}
 		}
 	}
+	// Most namespaces have no Workspace; none found is not an error. The
+	// index is on the cluster-scoped Workspaces' spec.namespace.name.
+	var wss omniav1.WorkspaceList
+	if err := r.Client.List(ctx, &wss, client.MatchingFields{index.WorkspaceNamespace: a.Namespace}); err != nil {
+		return in, fmt.Errorf("list Workspaces of namespace %s: %w", a.Namespace, err)
+	}
+	in.Workspace = NamespaceWorkspace(wss.Items)
 	return in, nil
 }
 
@@ -315,12 +378,14 @@ func (r *Reconciler) applyService(ctx context.Context, a *omniav1.AgentRuntime, 
 	return nil
 }
 
-// autoscaling writes or removes the HPA and sets AutoscalingReady.
-func (r *Reconciler) autoscaling(ctx context.Context, a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus, t metav1.Time) error {
+// autoscaling writes or removes the HPA of the agent's effective policy
+// (its own, else its Workspace service group's) and sets AutoscalingReady.
+func (r *Reconciler) autoscaling(ctx context.Context, in Inputs, st *omniav1.AgentRuntimeStatus, t metav1.Time) error {
+	a := in.Agent
 	set := func(status metav1.ConditionStatus, reason, msg string) {
 		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionAutoscalingReady, status, reason, msg)
 	}
-	want := BuildHPA(a)
+	want := BuildHPA(in)
 	live := &autoscalingv2.HorizontalPodAutoscaler{}
 	found, err := r.get(ctx, a.Namespace, a.Name, live)
 	if err != nil {
@@ -332,7 +397,7 @@ func (r *Reconciler) autoscaling(ctx context.Context, a *omniav1.AgentRuntime, s
 				return fmt.Errorf("delete HorizontalPodAutoscaler %s/%s: %w", a.Namespace, a.Name, err)
 			}
 		}
-		if autoscaled(a) {
+		if autoscaled(in) {
 			set(metav1.ConditionFalse, omniav1.ReasonKEDANotInstalled, "autoscaling type keda is not supported by this operator")
 		} else {
 			meta.RemoveStatusCondition(&st.Conditions, omniav1.ConditionAutoscalingReady)

@@ -37,6 +37,10 @@ type Inputs struct {
 	// to the Secret (nil when missing); its data feeds the config hash so
 	// a rotated key rolls the pods.
 	Secrets map[string]*corev1.Secret
+	// Workspace is the Workspace that owns the agent's namespace
+	// (NamespaceWorkspace); nil for the many namespaces without one. Its
+	// name, runtime defaults and service-group autoscaling shape the pods.
+	Workspace *omniav1.Workspace
 }
 
 // ResolvedProvider is one usable providers entry.

@@ -24,6 +24,7 @@ import (
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/promptpack"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/provider"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/toolregistry"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/workspace"
 )
 
 // TestTransientAPIFailureIsReturned checks seed 003's error-handling rule
@@ -224,8 +225,8 @@ func update(t *testing.T, obj client.Object, ns, name string, mut func(client.Ob
 }
 
 // TestConcurrencyWorkersPerController checks seed 003's concurrency rule:
-// the AgentRuntime and ToolRegistry controllers run up to three reconciles
-// at once, the PromptPack controller one, and no object is ever reconciled
+// the AgentRuntime, ToolRegistry and Workspace controllers run up to three
+// reconciles at once, the PromptPack controller one, and no object is ever reconciled
 // by two workers at the same time. Each controller is wired as the binary
 // wires it, with a gate in place of its reconciler that holds every pass,
 // so the counts are the controller's worker limit and nothing else.
@@ -258,6 +259,21 @@ func TestConcurrencyWorkersPerController(t *testing.T) {
 				update(t, &omniav1.ToolRegistry{}, ns, fmt.Sprintf("r%d", i), func(o client.Object) {
 					o.(*omniav1.ToolRegistry).Spec.Handlers[0].Tool.Description = "changed"
 				})
+			},
+		},
+		{
+			name: "Workspace runs up to three reconciles at once", workers: 3,
+			setup: func(mgr ctrl.Manager, g *ctrltest.Gate) error {
+				return (&workspace.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, g)
+			},
+			create: func(t *testing.T, ns string, i int) { // cluster-scoped: named after the test namespace
+				w := &omniav1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-w%d", ns, i)},
+					Spec: omniav1.WorkspaceSpec{Namespace: omniav1.WorkspaceNamespace{Name: fmt.Sprintf("%s-w%d", ns, i)}}}
+				mustCreate(t, w)
+				t.Cleanup(func() { _ = env.Client.Delete(context.Background(), w) })
+			},
+			touch: func(t *testing.T, ns string, i int) {
+				update(t, &omniav1.Workspace{}, "", fmt.Sprintf("%s-w%d", ns, i), func(o client.Object) { o.SetLabels(map[string]string{"touched": "yes"}) })
 			},
 		},
 		{

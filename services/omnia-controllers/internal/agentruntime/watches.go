@@ -6,9 +6,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -17,12 +19,13 @@ import (
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
 )
 
-// SetupWithManager wires the controller: it owns the Deployment, Service
-// and HPA it builds, and maps every PromptPack, ToolRegistry, Provider and
+// SetupWithManager wires the controller: it owns the Deployments, Service,
+// HPA and OIDC key Secret it builds, and maps every PromptPack, ToolRegistry, Provider and
 // credential Secret change back to the agents that reference it through
-// field indexes, so no timer is needed to notice a change. Up to three
-// agents reconcile at once. rec, when not nil, is called instead of r
-// (tests count passes).
+// field indexes, and every Workspace change to the agents of the namespace
+// it names, so no timer is needed to notice a change. Up to three agents
+// reconcile at once. rec, when not nil, is called instead of r (tests
+// count passes).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
 	if rec == nil {
 		rec = r
@@ -33,10 +36,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
+		// The OIDC key mirror: a deleted or edited mirror is repaired at
+		// once, not at the next 6-hour refresh.
+		Owns(&corev1.Secret{}).
 		Watches(&omniav1.PromptPack{}, handler.EnqueueRequestsFromMapFunc(r.agentsForPack)).
 		Watches(&omniav1.ToolRegistry{}, handler.EnqueueRequestsFromMapFunc(r.agentsByKey(index.AgentToolRegistry))).
 		Watches(&omniav1.Provider{}, handler.EnqueueRequestsFromMapFunc(r.agentsByKey(index.AgentProvider))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.agentsForSecret)).
+		Watches(&omniav1.Workspace{}, r.agentsForWorkspace()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 3}).
 		Complete(rec)
 }
@@ -79,6 +86,43 @@ func (r *Reconciler) agentsForSecret(ctx context.Context, o client.Object) []rec
 		}
 	}
 	return out
+}
+
+// agentsForWorkspace enqueues every agent of the namespace a Workspace
+// names: its name, pod defaults and service-group autoscaling are read at
+// reconcile time, not through a reference on the agent. An update that
+// moves the Workspace to another namespace enqueues the agents of both,
+// so those it left drop its defaults (a map function sees only the new
+// object, hence the update handler).
+func (r *Reconciler) agentsForWorkspace() handler.Funcs {
+	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
+		w, ok := o.(*omniav1.Workspace)
+		if !ok || w.Spec.Namespace.Name == "" {
+			return
+		}
+		for _, req := range r.list(ctx, client.InNamespace(w.Spec.Namespace.Name)) {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.ObjectNew)
+			o, okOld := e.ObjectOld.(*omniav1.Workspace)
+			n, okNew := e.ObjectNew.(*omniav1.Workspace)
+			if okOld && okNew && o.Spec.Namespace.Name != n.Spec.Namespace.Name {
+				add(ctx, q, e.ObjectOld)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+	}
 }
 
 func (r *Reconciler) list(ctx context.Context, opts ...client.ListOption) []reconcile.Request {

@@ -7,6 +7,7 @@ package index
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -24,14 +25,14 @@ const (
 	// ConfigMapRef indexes PromptPacks by spec.source.configMapRef.name.
 	ConfigMapRef = "spec.source.configMapRef.name"
 	// AgentPromptPack indexes AgentRuntimes by spec.promptPackRef.name (a
-	// pack name, not an object name).
+	// pack name, not an object name) and by the rollout candidate's.
 	AgentPromptPack = "spec.promptPackRef.name"
 	// AgentToolRegistry indexes AgentRuntimes by "<ns>/<name>" of
-	// spec.toolRegistryRef, cross-namespace references included so their
-	// registries still map back to them.
+	// spec.toolRegistryRef and of the rollout candidate's, cross-namespace
+	// references included so their registries still map back to them.
 	AgentToolRegistry = "spec.toolRegistryRef"
 	// AgentProvider indexes AgentRuntimes by "<ns>/<name>" of every
-	// spec.providers[].providerRef.
+	// spec.providers[].providerRef and rollout candidate providerRef.
 	AgentProvider = "spec.providers.providerRef"
 	// ProviderSecret indexes Providers by the Secrets they read
 	// (credential.secretRef and auth.credentialsSecretRef).
@@ -44,6 +45,16 @@ const (
 	// RegistryConnection indexes ToolRegistries by the Connections their
 	// handlers name.
 	RegistryConnection = "spec.handlers.sandbox.connectionRefs"
+	// WorkspaceNamespace indexes Workspaces (cluster-scoped) by
+	// spec.namespace.name, so an agent finds its namespace's Workspace and
+	// a namespace event finds the Workspaces that want it.
+	WorkspaceNamespace = "spec.namespace.name"
+	// PackSkillSource indexes PromptPacks by the SkillSources their
+	// spec.skills name.
+	PackSkillSource = "spec.skills.source"
+	// SkillSourceConfigMap indexes SkillSources by
+	// spec.configMapRef.name.
+	SkillSourceConfigMap = "spec.configMapRef.name"
 )
 
 // Key joins a namespace and a name the way the cross-namespace indexes
@@ -67,9 +78,7 @@ func Setup(ctx context.Context, mgr manager.Manager) error {
 			}
 			return nil
 		}},
-		{&omniav1.AgentRuntime{}, AgentPromptPack, func(o client.Object) []string {
-			return []string{o.(*omniav1.AgentRuntime).Spec.PromptPackRef.Name}
-		}},
+		{&omniav1.AgentRuntime{}, AgentPromptPack, agentPackNames},
 		{&omniav1.AgentRuntime{}, AgentToolRegistry, agentToolRegistry},
 		{&omniav1.AgentRuntime{}, AgentProvider, agentProviders},
 		{&omniav1.Provider{}, ProviderSecret, providerSecrets},
@@ -82,6 +91,13 @@ func Setup(ctx context.Context, mgr manager.Manager) error {
 		{&omniav1.ToolRegistry{}, RegistryConnection, func(o client.Object) []string {
 			return o.(*omniav1.ToolRegistry).Spec.ConnectionNames()
 		}},
+		{&omniav1.Workspace{}, WorkspaceNamespace, func(o client.Object) []string {
+			return []string{o.(*omniav1.Workspace).Spec.Namespace.Name}
+		}},
+		{&omniav1.PromptPack{}, PackSkillSource, packSkillSources},
+		{&omniav1.SkillSource{}, SkillSourceConfigMap, func(o client.Object) []string {
+			return []string{o.(*omniav1.SkillSource).Spec.ConfigMapRef.Name}
+		}},
 	} {
 		if err := fi.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
 			return fmt.Errorf("index %T by %s: %w", ix.obj, ix.field, err)
@@ -90,17 +106,48 @@ func Setup(ctx context.Context, mgr manager.Manager) error {
 	return nil
 }
 
-func agentToolRegistry(o client.Object) []string {
-	ar := o.(*omniav1.AgentRuntime)
-	ref := ar.Spec.ToolRegistryRef
-	if ref == nil {
+// candidate is the rollout's candidate overrides, nil when none: a
+// candidate's pack, registry and Providers are inputs of the agent too (of
+// its candidate Deployment), so their changes must reach it.
+func candidate(ar *omniav1.AgentRuntime) *omniav1.CandidateOverrides {
+	if ar.Spec.Rollout == nil {
 		return nil
 	}
-	ns := ar.Namespace
-	if ref.Namespace != nil && *ref.Namespace != "" {
-		ns = *ref.Namespace
+	return ar.Spec.Rollout.Candidate
+}
+
+func agentPackNames(o client.Object) []string {
+	ar := o.(*omniav1.AgentRuntime)
+	out := []string{ar.Spec.PromptPackRef.Name}
+	if c := candidate(ar); c != nil && c.PromptPackRef != nil && c.PromptPackRef.Name != out[0] {
+		out = append(out, c.PromptPackRef.Name)
 	}
-	return []string{Key(ns, ref.Name)}
+	return out
+}
+
+func agentToolRegistry(o client.Object) []string {
+	ar := o.(*omniav1.AgentRuntime)
+	var out []string
+	for _, ref := range []*omniav1.ToolRegistryRef{ar.Spec.ToolRegistryRef, candidateRegistry(ar)} {
+		if ref == nil {
+			continue
+		}
+		ns := ar.Namespace
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			ns = *ref.Namespace
+		}
+		if k := Key(ns, ref.Name); !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func candidateRegistry(ar *omniav1.AgentRuntime) *omniav1.ToolRegistryRef {
+	if c := candidate(ar); c != nil {
+		return c.ToolRegistryRef
+	}
+	return nil
 }
 
 // AgentProviderKeys lists "<ns>/<name>" of every Provider an AgentRuntime
@@ -111,7 +158,11 @@ func agentProviders(o client.Object) []string {
 	ar := o.(*omniav1.AgentRuntime)
 	seen := map[string]bool{}
 	var out []string
-	for _, p := range ar.Spec.Providers {
+	refs := ar.Spec.Providers
+	if c := candidate(ar); c != nil {
+		refs = append(slices.Clip(refs), c.ProviderRefs...)
+	}
+	for _, p := range refs {
 		ns := ar.Namespace
 		if p.ProviderRef.Namespace != nil && *p.ProviderRef.Namespace != "" {
 			ns = *p.ProviderRef.Namespace
@@ -134,6 +185,20 @@ func providerSecrets(o client.Object) []string {
 	if a := p.Spec.Auth; a != nil && a.CredentialsSecretRef != nil {
 		if len(out) == 0 || out[0] != a.CredentialsSecretRef.Name {
 			out = append(out, a.CredentialsSecretRef.Name)
+		}
+	}
+	return out
+}
+
+// packSkillSources lists the SkillSources a PromptPack's spec.skills name,
+// without duplicates.
+func packSkillSources(o client.Object) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, ref := range o.(*omniav1.PromptPack).Spec.Skills {
+		if !seen[ref.Source] {
+			seen[ref.Source] = true
+			out = append(out, ref.Source)
 		}
 	}
 	return out

@@ -116,14 +116,33 @@ func (r *Reconciler) snapshot(ctx context.Context, pack *omniav1.PromptPack) (Sn
 		return s, fmt.Errorf("list AgentRuntimes of pack %s/%s: %w", pack.Namespace, pack.Spec.PackName, err)
 	}
 	s.Agents = agents.Items
+	for _, ref := range pack.Spec.Skills {
+		if _, seen := s.SkillSources[ref.Source]; seen {
+			continue
+		}
+		if s.SkillSources == nil {
+			s.SkillSources = map[string]*omniav1.SkillSource{}
+		}
+		src := &omniav1.SkillSource{}
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: pack.Namespace, Name: ref.Source}, src)
+		switch {
+		case err == nil:
+			s.SkillSources[ref.Source] = src
+		case apierrors.IsNotFound(err):
+			s.SkillSources[ref.Source] = nil // looked up: absent
+		default:
+			return s, fmt.Errorf("get SkillSource %s/%s: %w", pack.Namespace, ref.Source, err)
+		}
+	}
 	return s, nil
 }
 
 // SetupWithManager wires the controller: PromptPacks, the ConfigMaps they
-// read, phase changes of sibling versions and the AgentRuntimes counted by
-// AgentsNotified. One worker, as the seed prescribes: sibling ranking reads
-// the phases other passes write. rec, when not nil, is called instead of r
-// (tests wrap r to count passes).
+// read, phase changes of sibling versions, the SkillSources their skills
+// resolve against and the AgentRuntimes counted by AgentsNotified. One
+// worker, as the seed prescribes: sibling ranking reads the phases other
+// passes write. rec, when not nil, is called instead of r (tests wrap r to
+// count passes).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
 	if rec == nil {
 		rec = r
@@ -136,6 +155,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 			builder.WithPredicates(PhaseChanged())).
 		Watches(&omniav1.AgentRuntime{}, handler.EnqueueRequestsFromMapFunc(r.packsForAgent),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&omniav1.SkillSource{}, handler.EnqueueRequestsFromMapFunc(r.packsForSkillSource)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(rec)
 }
@@ -144,6 +164,18 @@ func (r *Reconciler) packsForConfigMap(ctx context.Context, o client.Object) []r
 	var packs omniav1.PromptPackList
 	if err := r.Client.List(ctx, &packs, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.ConfigMapRef: o.GetName()}); err != nil {
 		log.FromContext(ctx).Error(err, "map ConfigMap to PromptPacks", "configMap", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	return requests(packs.Items, nil)
+}
+
+// packsForSkillSource maps a SkillSource (created, deleted, or its status
+// written by the SkillSource controller) to the PromptPacks whose
+// spec.skills name it.
+func (r *Reconciler) packsForSkillSource(ctx context.Context, o client.Object) []reconcile.Request {
+	var packs omniav1.PromptPackList
+	if err := r.Client.List(ctx, &packs, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.PackSkillSource: o.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "map SkillSource to PromptPacks", "skillSource", client.ObjectKeyFromObject(o))
 		return nil
 	}
 	return requests(packs.Items, nil)

@@ -1,5 +1,6 @@
 // Package promptpack is the PromptPack controller: it validates each
-// published version (source, then schema), records its content digest and
+// published version (source, then schema), records its content digest,
+// resolves its skills against the SkillSources of its namespace and
 // decides, among the sibling versions of its pack name, whether it serves
 // its channel (Active) or not (Superseded). The decision is the pure
 // function Decide; Reconciler only gathers the snapshot and writes the
@@ -9,7 +10,10 @@ package promptpack
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -33,6 +37,9 @@ type Snapshot struct {
 	// Agents are the AgentRuntimes of the namespace whose promptPackRef
 	// names the pack.
 	Agents []omniav1.AgentRuntime
+	// SkillSources are the SkillSources spec.skills names, by name; a
+	// name that is absent or maps to nil does not exist.
+	SkillSources map[string]*omniav1.SkillSource
 	// Now stamps lastUpdated and condition transitions.
 	Now metav1.Time
 }
@@ -47,8 +54,9 @@ type Decision struct {
 	// then is it written, so an idle pack costs no API call.
 	Changed bool
 	// Retry, when set, is returned from Reconcile so controller-runtime
-	// retries with backoff: the source names a ConfigMap that does not
-	// exist. Problems in the content wait for the ConfigMap watch instead.
+	// retries with backoff: the source names a ConfigMap, or spec.skills a
+	// SkillSource, that does not exist. Problems in the content wait for
+	// the ConfigMap and SkillSource watches instead.
 	Retry error
 }
 
@@ -112,7 +120,7 @@ func (d *decider) live() {
 	d.st.ContentDigest = ""
 	d.st.Phase = omniav1.PromptPackPhaseActive
 	d.st.ActiveVersion = ptr(p.Spec.Version)
-	d.skills()
+	d.skills(nil)
 	d.agents(servesAll)
 }
 
@@ -145,7 +153,7 @@ func (d *decider) configMap(v Validator, ver omniav1.Version) {
 	d.set(omniav1.ConditionSchemaValid, metav1.ConditionTrue, omniav1.ReasonSchemaValid, "pack.json conforms to the PromptPack schema")
 	sum := sha256.Sum256([]byte(content))
 	d.st.ContentDigest = "sha256:" + hex.EncodeToString(sum[:])
-	d.skills()
+	d.skills(declaredTools(content))
 
 	r := Rank(p, ver, d.s.Siblings)
 	if r.Active() {
@@ -191,26 +199,203 @@ func (d *decider) schemaFailed(msg string) {
 }
 
 // failed clears everything a failed version must not claim: it serves no
-// channel and notifies no agent.
+// channel, notifies no agent and, never reaching "resolve skills", offers
+// no skills.
 func (d *decider) failed() {
 	d.st.Phase = omniav1.PromptPackPhaseFailed
 	d.st.ActiveVersion = nil
 	d.st.ContentDigest = ""
-	for _, t := range []string{omniav1.ConditionSuperseded, omniav1.ConditionAgentsNotified} {
+	d.st.Skills = nil
+	for _, t := range []string{omniav1.ConditionSuperseded, omniav1.ConditionAgentsNotified,
+		omniav1.ConditionSkillsResolved, omniav1.ConditionSkillsValid, omniav1.ConditionSkillToolsResolved} {
 		meta.RemoveStatusCondition(&d.st.Conditions, t)
 	}
 }
 
-// skills reports skill resolution. SkillSources (and the workspace content
-// storage they sync into) do not exist in this platform yet, so any
-// declared skill is reported unresolvable instead of silently ignored.
-func (d *decider) skills() {
-	if len(d.s.Pack.Spec.Skills) == 0 {
-		d.set(omniav1.ConditionSkillsResolved, metav1.ConditionTrue, omniav1.ReasonNoSkills, "the pack declares no skills")
+// skills sets the three skill conditions from ResolveSkills and records
+// the resolved skills while none of them is False. tools are the keys of
+// pack.json's top-level tools object; nil for a live source, whose content
+// the controller never sees. Unresolved skills do not fail the version:
+// the seed's flowchart has no failure branch after "resolve skills".
+func (d *decider) skills(tools map[string]bool) {
+	p := d.s.Pack
+	d.st.Skills = nil
+	if len(p.Spec.Skills) == 0 {
+		const msg = "the pack declares no skills"
+		d.set(omniav1.ConditionSkillsResolved, metav1.ConditionTrue, omniav1.ReasonNoSkills, msg)
+		d.set(omniav1.ConditionSkillsValid, metav1.ConditionTrue, omniav1.ReasonNoCollisions, msg)
+		d.set(omniav1.ConditionSkillToolsResolved, metav1.ConditionTrue, omniav1.ReasonAllToolsResolved, msg)
 		return
 	}
-	d.set(omniav1.ConditionSkillsResolved, metav1.ConditionFalse, omniav1.ReasonContentStorageUnavailable,
-		fmt.Sprintf("%d skill source(s) declared, but this operator has no skill content storage", len(d.s.Pack.Spec.Skills)))
+	res := ResolveSkills(p.Spec.Skills, d.s.SkillSources, tools)
+	ok := true
+	if len(res.Problems) > 0 {
+		ok = false
+		d.set(omniav1.ConditionSkillsResolved, metav1.ConditionFalse, omniav1.ReasonLookupFailed, kubeutil.Truncate(strings.Join(res.Problems, "; "), 32<<10))
+	} else {
+		d.set(omniav1.ConditionSkillsResolved, metav1.ConditionTrue, omniav1.ReasonAllSkillsResolved,
+			fmt.Sprintf("%d skill(s) resolved from %d SkillSource(s)", len(res.Skills), res.Sources))
+	}
+	if len(res.Missing) > 0 && d.retry == nil {
+		d.retry = fmt.Errorf("resolve skills of PromptPack %s/%s: SkillSource(s) %s not found", p.Namespace, p.Name, strings.Join(res.Missing, ", "))
+	}
+	if len(res.Collisions) > 0 {
+		ok = false
+		d.set(omniav1.ConditionSkillsValid, metav1.ConditionFalse, omniav1.ReasonNameCollision, kubeutil.Truncate(strings.Join(res.Collisions, "; "), 32<<10))
+	} else {
+		d.set(omniav1.ConditionSkillsValid, metav1.ConditionTrue, omniav1.ReasonNoCollisions, "no two SkillSources supply a skill of the same name")
+	}
+	switch {
+	case tools == nil:
+		d.set(omniav1.ConditionSkillToolsResolved, metav1.ConditionUnknown, omniav1.ReasonLiveSource,
+			"the tools of a live pack are checked by the agent runtime when it fetches the content")
+	case len(res.UnknownTools) > 0:
+		ok = false
+		d.set(omniav1.ConditionSkillToolsResolved, metav1.ConditionFalse, omniav1.ReasonUnknownTool,
+			kubeutil.Truncate("skills allow tools pack.json does not declare: "+strings.Join(res.UnknownTools, ", "), 32<<10))
+	default:
+		d.set(omniav1.ConditionSkillToolsResolved, metav1.ConditionTrue, omniav1.ReasonAllToolsResolved, "every tool a skill allows is declared in pack.json")
+	}
+	if ok {
+		d.st.Skills = res.Skills
+	}
+}
+
+// SkillResolution is the outcome of resolving a pack's spec.skills.
+type SkillResolution struct {
+	// Skills are the skills selected, sorted by name; a skill selected
+	// twice from the same source appears once, under the group of the
+	// first reference.
+	Skills []omniav1.ResolvedSkill
+	// Sources counts the distinct SkillSources skills were taken from.
+	Sources int
+	// Problems are the lookup failures, in spec order: a missing or
+	// unsynced SkillSource, or an included skill it does not have.
+	Problems []string
+	// Missing are the names of SkillSources that do not exist, in spec
+	// order without duplicates.
+	Missing []string
+	// Collisions describe each skill name supplied by two or more
+	// SkillSources, sorted.
+	Collisions []string
+	// UnknownTools are the "skill:tool" pairs whose tool is not declared,
+	// sorted; empty when tools is nil.
+	UnknownTools []string
+}
+
+// ResolveSkills resolves refs against the SkillSources of the pack's
+// namespace (sources, by name) and checks each selected skill's allowed
+// tools against tools, the keys of pack.json's top-level tools object (nil
+// skips the check).
+func ResolveSkills(refs []omniav1.SkillRef, sources map[string]*omniav1.SkillSource, tools map[string]bool) SkillResolution {
+	var res SkillResolution
+	type pick struct {
+		skill omniav1.SkillSourceSkill
+		group string
+	}
+	picked := map[string]map[string]pick{} // source -> skill name -> pick
+	reported := map[string]bool{}
+	for _, ref := range refs {
+		src, found := sources[ref.Source]
+		switch {
+		case !found || src == nil:
+			if !reported[ref.Source] {
+				reported[ref.Source] = true
+				res.Problems = append(res.Problems, fmt.Sprintf("SkillSource %q not found", ref.Source))
+				res.Missing = append(res.Missing, ref.Source)
+			}
+			continue
+		case !src.IsSynced():
+			if !reported[ref.Source] {
+				reported[ref.Source] = true
+				res.Problems = append(res.Problems, fmt.Sprintf("SkillSource %q has no synced content yet", ref.Source))
+			}
+			continue
+		}
+		group := ref.MountAs
+		if group == "" {
+			group = ref.Source
+		}
+		byName := make(map[string]omniav1.SkillSourceSkill, len(src.Status.Skills))
+		for _, sk := range src.Status.Skills {
+			byName[sk.Name] = sk
+		}
+		selected := src.Status.Skills
+		if len(ref.Include) > 0 {
+			selected = nil
+			for _, name := range ref.Include {
+				sk, ok := byName[name]
+				if !ok {
+					res.Problems = append(res.Problems, fmt.Sprintf("SkillSource %q has no skill %q", ref.Source, name))
+					continue
+				}
+				selected = append(selected, sk)
+			}
+		}
+		if picked[ref.Source] == nil {
+			picked[ref.Source] = map[string]pick{}
+		}
+		for _, sk := range selected {
+			if _, dup := picked[ref.Source][sk.Name]; !dup {
+				picked[ref.Source][sk.Name] = pick{skill: sk, group: group}
+			}
+		}
+	}
+
+	bySkill := map[string][]string{} // skill name -> sources
+	unknown := map[string]bool{}
+	for source, skills := range picked {
+		if len(skills) > 0 {
+			res.Sources++
+		}
+		for name, pk := range skills {
+			bySkill[name] = append(bySkill[name], source)
+			res.Skills = append(res.Skills, omniav1.ResolvedSkill{Name: name, Source: source, Group: pk.group, Key: pk.skill.Key})
+			if tools == nil {
+				continue
+			}
+			for _, t := range pk.skill.AllowedTools {
+				if !tools[t] {
+					unknown[name+":"+t] = true
+				}
+			}
+		}
+	}
+	for name, srcs := range bySkill {
+		if len(srcs) > 1 {
+			sort.Strings(srcs)
+			res.Collisions = append(res.Collisions, fmt.Sprintf("skill %q is supplied by SkillSources %s", name, strings.Join(srcs, ", ")))
+		}
+	}
+	sort.Strings(res.Collisions)
+	for pair := range unknown {
+		res.UnknownTools = append(res.UnknownTools, pair)
+	}
+	sort.Strings(res.UnknownTools)
+	sort.Slice(res.Skills, func(i, j int) bool {
+		a, b := res.Skills[i], res.Skills[j]
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.Source < b.Source
+	})
+	return res
+}
+
+// declaredTools returns the keys of pack.json's top-level tools object.
+// The content passed the schema, which makes tools an object when present;
+// anything else yields no tools, so every allowed tool is reported.
+func declaredTools(content string) map[string]bool {
+	var doc struct {
+		Tools map[string]json.RawMessage `json:"tools"`
+	}
+	out := map[string]bool{}
+	if json.Unmarshal([]byte(content), &doc) == nil {
+		for k := range doc.Tools {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 // agents sets AgentsNotified: how many AgentRuntimes reference this

@@ -259,6 +259,8 @@ func TestDecideIdempotent(t *testing.T) {
 		{Pack: ptr(pack("a", "1.0.0", 0, "")), ConfigMap: cm("a-cm", `{}`)},
 		{Pack: ptr(pack("a", "1.0.0", 0, "")), ConfigMap: cm("a-cm", validPack)},
 		{Pack: ptr(pack("a", "1.0.0+x", 0, "")), ConfigMap: cm("a-cm", validPack), Siblings: []omniav1.PromptPack{pack("b", "1.0.0+y", 3, omniav1.PromptPackPhaseActive)}},
+		{Pack: withSkills(pack("a", "1.0.0", 0, ""), omniav1.SkillRef{Source: "s"}, omniav1.SkillRef{Source: "t"}), ConfigMap: cm("a-cm", toolPack),
+			SkillSources: sources(syncedSource("s", skill("triage"), skill("refunds", "issue_refund")), syncedSource("t", skill("billing")))},
 	} {
 		snap.Now = t0
 		first := Decide(snap, v)
@@ -269,6 +271,11 @@ func TestDecideIdempotent(t *testing.T) {
 			t.Errorf("%s: second pass changed=%v events=%+v", snap.Pack.Spec.Version, second.Changed, second.Events)
 		}
 	}
+}
+
+func withSkills(p omniav1.PromptPack, refs ...omniav1.SkillRef) *omniav1.PromptPack {
+	p.Spec.Skills = refs
+	return &p
 }
 
 // TestDecideSourceFailureAfterSuccess: a version that served and then
@@ -285,13 +292,29 @@ func TestDecideSourceFailureAfterSuccess(t *testing.T) {
 	wantCond(t, bad.Status, omniav1.ConditionSchemaValid, metav1.ConditionUnknown, omniav1.ReasonSourceInvalid)
 }
 
+// TestSkillsDeclared: a declared skill is resolved, not reported as
+// unavailable storage, and a failed version drops its skill conditions and
+// skills ("resolve skills" comes after validation).
 func TestSkillsDeclared(t *testing.T) {
+	v := mustValidator(t)
 	p := pack("a", "1.0.0", 0, "")
 	p.Spec.Skills = []omniav1.SkillRef{{Source: "s"}}
-	d := Decide(Snapshot{Pack: &p, ConfigMap: cm("a-cm", validPack), Now: t0}, mustValidator(t))
-	wantCond(t, d.Status, omniav1.ConditionSkillsResolved, metav1.ConditionFalse, omniav1.ReasonContentStorageUnavailable)
-	if d.Status.Phase != omniav1.PromptPackPhaseActive {
-		t.Fatalf("unresolved skills must not fail the pack: %s", d.Status.Phase)
+	srcs := sources(syncedSource("s", skill("triage")))
+	d := Decide(Snapshot{Pack: &p, ConfigMap: cm("a-cm", validPack), SkillSources: srcs, Now: t0}, v)
+	wantCond(t, d.Status, omniav1.ConditionSkillsResolved, metav1.ConditionTrue, omniav1.ReasonAllSkillsResolved)
+	if d.Status.Phase != omniav1.PromptPackPhaseActive || len(d.Status.Skills) != 1 {
+		t.Fatalf("phase %s skills %+v", d.Status.Phase, d.Status.Skills)
+	}
+
+	p.Status = d.Status
+	failed := Decide(Snapshot{Pack: &p, ConfigMap: cm("a-cm", `{}`), SkillSources: srcs, Now: t0}, v)
+	if failed.Status.Phase != omniav1.PromptPackPhaseFailed || failed.Status.Skills != nil {
+		t.Fatalf("failed version: phase %s skills %+v", failed.Status.Phase, failed.Status.Skills)
+	}
+	for _, typ := range []string{omniav1.ConditionSkillsResolved, omniav1.ConditionSkillsValid, omniav1.ConditionSkillToolsResolved} {
+		if c := cond(t, failed.Status, typ); c != nil {
+			t.Errorf("failed version keeps %s: %+v", typ, c)
+		}
 	}
 }
 

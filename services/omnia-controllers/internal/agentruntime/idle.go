@@ -1,0 +1,220 @@
+package agentruntime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
+)
+
+// idlePlan is what the idle deadline decided for this pass.
+type idlePlan struct {
+	// Deleted: idleAction delete removed the AgentRuntime; stop the pass.
+	Deleted bool
+	// ScaleToZero: hold the stable Deployment at zero replicas.
+	ScaleToZero bool
+	// RequeueAfter is the time left to the deadline (0: no timer).
+	RequeueAfter time.Duration
+}
+
+// idleCondition is the Idle condition a decision asks for.
+type idleCondition struct {
+	Status  metav1.ConditionStatus
+	Reason  string
+	Message string
+}
+
+// idleDecision is the outcome of the idle rules for one pass.
+type idleDecision struct {
+	Plan idlePlan
+	// Delete asks for idleAction delete to be carried out.
+	Delete bool
+	// Reaped: the deadline passed in this pass; IdleReaped is emitted.
+	Reaped bool
+	// Cond is the Idle condition to write; nil leaves it as it is.
+	Cond *idleCondition
+	// Remove drops the Idle condition: the agent is not reapable.
+	Remove bool
+}
+
+// The wake mark records which value of the wake annotation a reaped agent
+// has already seen. It lives in the message of the Idle=True condition
+// because that condition is written in the same status update that
+// records the reaping: the two cannot disagree, the decision stays a
+// function of the agent alone, and nothing the rollout engine writes (the
+// Deployment) has to carry idle bookkeeping. A digest keeps the message
+// short whatever the annotation holds. Should the message be lost or
+// edited, the marks differ and the agent wakes, the safe direction.
+const wakeMarkPrefix = "(wake mark "
+
+// wakeMark is a short digest of the wake annotation, "none" when unset.
+func wakeMark(ann map[string]string) string {
+	v, ok := ann[omniav1.AnnotationWakeRequestedAt]
+	if !ok {
+		return "none"
+	}
+	sum := sha256.Sum256([]byte(v))
+	return hex.EncodeToString(sum[:6])
+}
+
+// markIn reads the wake mark back from an Idle=True message.
+func markIn(msg string) string {
+	i := strings.LastIndex(msg, wakeMarkPrefix)
+	if i < 0 {
+		return ""
+	}
+	rest := msg[i+len(wakeMarkPrefix):]
+	j := strings.IndexByte(rest, ')')
+	if j < 0 {
+		return ""
+	}
+	return rest[:j]
+}
+
+// decideIdle applies the idle rules to one agent: its generation and
+// annotations, spec, status (conditions and the runtime's session
+// report) and the time. It does no I/O.
+//
+// The deadline is spec.idleTimeout after the latest of the last session
+// activity, the time the agent last became Running (Ready=True) and the
+// last wake (Idle=False/WakeRequested). It runs only while no session is
+// open. A reaped agent (Idle=True) has no timer: only a spec change or a
+// change of the wake annotation wakes it, and both are watch events.
+func decideIdle(gen int64, ann map[string]string, spec *omniav1.AgentRuntimeSpec, st *omniav1.AgentRuntimeStatus, now time.Time) idleDecision {
+	if spec.IdleTimeout == nil {
+		return idleDecision{Remove: true}
+	}
+	timeout := spec.IdleTimeout.Duration
+	cur := meta.FindStatusCondition(st.Conditions, omniav1.ConditionIdle)
+	mark := wakeMark(ann)
+
+	var wake string
+	if cur != nil && cur.Status == metav1.ConditionTrue {
+		switch {
+		case gen > cur.ObservedGeneration:
+			wake = "the spec changed"
+		case markIn(cur.Message) != mark:
+			wake = "the " + omniav1.AnnotationWakeRequestedAt + " annotation changed"
+		default:
+			return idleDecision{Plan: idlePlan{ScaleToZero: true}}
+		}
+	}
+	if wake != "" {
+		// The deadline restarts now; the new condition's transition time
+		// records the wake for the passes that follow.
+		return idleDecision{
+			Plan: idlePlan{RequeueAfter: timeout},
+			Cond: &idleCondition{metav1.ConditionFalse, omniav1.ReasonWakeRequested, "woken because " + wake + "; configured replicas restored"},
+		}
+	}
+
+	if n := sessions(st); n > 0 {
+		return idleDecision{Cond: &idleCondition{metav1.ConditionFalse, omniav1.ReasonActive, fmt.Sprintf("%d session(s) open", n)}}
+	}
+	var lastActivity, readySince, wokeAt time.Time
+	if st.LastActivityTime != nil {
+		lastActivity = st.LastActivityTime.Time
+	}
+	if c := meta.FindStatusCondition(st.Conditions, omniav1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
+		readySince = c.LastTransitionTime.Time
+	}
+	wokeRecently := cur != nil && cur.Status == metav1.ConditionFalse && cur.Reason == omniav1.ReasonWakeRequested
+	if wokeRecently {
+		wokeAt = cur.LastTransitionTime.Time
+	}
+	base := latestTime(lastActivity, readySince, wokeAt)
+	if base.IsZero() {
+		return idleDecision{Cond: &idleCondition{metav1.ConditionFalse, omniav1.ReasonActive, "no session open; the idle deadline starts once the agent is Running"}}
+	}
+	deadline := base.Add(timeout)
+	if left := deadline.Sub(now); left > 0 {
+		d := idleDecision{Plan: idlePlan{RequeueAfter: left}}
+		if !wokeRecently || lastActivity.After(wokeAt) {
+			// WakeRequested stays until activity after the wake supersedes it.
+			d.Cond = &idleCondition{metav1.ConditionFalse, omniav1.ReasonActive,
+				"no session open; idle at " + deadline.UTC().Format(time.RFC3339)}
+		}
+		return d
+	}
+	if spec.EffectiveIdleAction() == omniav1.IdleDelete {
+		return idleDecision{Delete: true, Reaped: true}
+	}
+	return idleDecision{
+		Plan:   idlePlan{ScaleToZero: true},
+		Reaped: true,
+		Cond: &idleCondition{metav1.ConditionTrue, omniav1.ReasonIdleTimeoutExceeded,
+			fmt.Sprintf("no session for %s; scaled to zero until the spec or the %s annotation changes %s%s)",
+				timeout, omniav1.AnnotationWakeRequestedAt, wakeMarkPrefix, mark)},
+	}
+}
+
+// sessions is status.activeSessions, 0 when unset.
+func sessions(st *omniav1.AgentRuntimeStatus) int32 {
+	if st.ActiveSessions == nil {
+		return 0
+	}
+	return *st.ActiveSessions
+}
+
+func latestTime(ts ...time.Time) time.Time {
+	var m time.Time
+	for _, t := range ts {
+		if t.After(m) {
+			m = t
+		}
+	}
+	return m
+}
+
+// idleDeadline applies decideIdle: it records the Idle condition in st,
+// deletes the agent for idleAction delete (only the very object the
+// decision was made on) and emits IdleReaped when the deadline passes.
+func (r *Reconciler) idleDeadline(ctx context.Context, a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus, t metav1.Time) (idlePlan, error) {
+	d := decideIdle(a.Generation, a.Annotations, &a.Spec, st, t.Time)
+	switch {
+	case d.Remove:
+		meta.RemoveStatusCondition(&st.Conditions, omniav1.ConditionIdle)
+	case d.Cond != nil:
+		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionIdle, d.Cond.Status, d.Cond.Reason, d.Cond.Message)
+	}
+	if d.Delete {
+		// The resourceVersion precondition refuses the delete if the agent
+		// changed since it was read (a session opened, a wake was asked
+		// for); the conflict is retried with a fresh read.
+		uid, rv := a.UID, a.ResourceVersion
+		err := r.Client.Delete(ctx, a, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		if apierrors.IsNotFound(err) {
+			return idlePlan{Deleted: true}, nil
+		}
+		if err != nil {
+			return idlePlan{}, fmt.Errorf("delete idle AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
+		}
+		kubeutil.Emit(r.Recorder, a, "Reap", []kubeutil.Event{{Type: corev1.EventTypeNormal, Reason: omniav1.EventIdleReaped,
+			Message: fmt.Sprintf("no session for %s; AgentRuntime deleted", a.Spec.IdleTimeout.Duration)}})
+		return idlePlan{Deleted: true}, nil
+	}
+	if d.Reaped {
+		kubeutil.Emit(r.Recorder, a, "Reap", []kubeutil.Event{{Type: corev1.EventTypeNormal, Reason: omniav1.EventIdleReaped,
+			Message: fmt.Sprintf("no session for %s; scaled to zero", a.Spec.IdleTimeout.Duration)}})
+	}
+	return d.Plan, nil
+}
+
+// holdAtZero overrides the phase of an agent the idle deadline holds at
+// zero replicas: Pending, as the phase documents, even while its last
+// pods are still terminating.
+func holdAtZero(a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus, t metav1.Time) {
+	st.Phase = omniav1.AgentRuntimePhasePending
+	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionReady, metav1.ConditionFalse, omniav1.ReasonRuntimeNotReady, "scaled to zero by the idle deadline")
+}

@@ -1,0 +1,227 @@
+package agentruntime
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/oidc"
+)
+
+// testIssuer is an OIDC issuer that counts discovery requests.
+type testIssuer struct {
+	srv        *httptest.Server
+	discovered atomic.Int32
+	broken     atomic.Bool // discovery answers 404
+}
+
+func newTestIssuer(t *testing.T) *testIssuer {
+	t.Helper()
+	is := &testIssuer{}
+	is.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case oidc.DiscoveryPath:
+			is.discovered.Add(1)
+			if is.broken.Load() {
+				http.NotFound(w, r)
+				return
+			}
+			_, _ = fmt.Fprintf(w, `{"issuer":%q,"jwks_uri":%q}`, is.srv.URL, is.srv.URL+"/keys")
+		case "/keys":
+			_, _ = w.Write([]byte(testKeySet))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(is.srv.Close)
+	return is
+}
+
+// oidcAgent starts the controllers against issuer and creates an agent
+// that validates its tokens.
+func oidcAgent(t *testing.T, ns string, clock *testClock, is *testIssuer) *results {
+	t.Helper()
+	res := startTimed(t, clock, func(r *Reconciler) { r.JWKSFetcher = &oidc.Fetcher{HTTP: is.srv.Client()} })
+	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
+	mustCreate(t, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+		a.Spec.ExternalAuth = &omniav1.ExternalAuthConfig{OIDC: &omniav1.OIDCAuth{Issuer: is.srv.URL + "/", Audience: "agents"}}
+	}))
+	return res
+}
+
+func jwksIs(ns string, status metav1.ConditionStatus, reason, msgPart string) func() error {
+	return func() error {
+		a, err := getAgent(ns, "agent")
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(a.Status.Conditions, omniav1.ConditionOIDCJWKSReady)
+		if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, msgPart) {
+			return fmt.Errorf("OIDCJWKSReady %+v; want %s/%s with %q", c, status, reason, msgPart)
+		}
+		if strings.Contains(c.Message, `"kty"`) {
+			return fmt.Errorf("condition quotes key material: %q", c.Message)
+		}
+		return nil
+	}
+}
+
+func mirror(t *testing.T, ns string) *corev1.Secret {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: JWKSSecretName("agent")}, s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// settled waits until a pass has served the mirror from its Secret, so
+// later counts of issuer requests are not disturbed by the first writes.
+func settled(t *testing.T, ns string) {
+	t.Helper()
+	ctrltest.Eventually(t, wait, jwksIs(ns, metav1.ConditionTrue, omniav1.ReasonJWKSUpdated, "(cached)"))
+}
+
+// TestJWKSMirrorWritesSecret: the key set is mirrored into a Secret the
+// agent controls, labelled and stamped with its fetch time, and the only
+// timer is the 6h refresh.
+func TestJWKSMirrorWritesSecret(t *testing.T) {
+	ns := env.Namespace(t)
+	clock := newTestClock()
+	is := newTestIssuer(t)
+	res := oidcAgent(t, ns, clock, is)
+	settled(t, ns)
+	s := mirror(t, ns)
+	if !metav1.IsControlledBy(s, mustAgent(t, ns, "agent")) {
+		t.Fatalf("mirror not controlled by the agent: %+v", s.OwnerReferences)
+	}
+	if s.Annotations[omniav1.AnnotationOIDCJWKSFetchedAt] != clock.Now().Format(time.RFC3339) {
+		t.Fatalf("fetched-at %q; want the clock's %s", s.Annotations[omniav1.AnnotationOIDCJWKSFetchedAt], clock.Now().Format(time.RFC3339))
+	}
+	if s.Labels[omniav1.LabelCredentialKind] != omniav1.CredentialKindOIDCJWKS || string(s.Data[JWKSKey]) != testKeySet {
+		t.Fatalf("mirror labels %v data %q", s.Labels, s.Data[JWKSKey])
+	}
+	ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", JWKSRefresh))
+}
+
+// TestJWKSMirrorCachedNotRefetched: within 6h of the fetch the mirror is
+// served from the Secret, the issuer is not asked, and the timer is the
+// rest of the 6h.
+func TestJWKSMirrorCachedNotRefetched(t *testing.T) {
+	ns := env.Namespace(t)
+	clock := newTestClock()
+	is := newTestIssuer(t)
+	res := oidcAgent(t, ns, clock, is)
+	settled(t, ns)
+	before := is.discovered.Load()
+	clock.Set(clock.Now().Add(5 * time.Hour))
+	res.pokeAndWait(t, ns, "agent")
+	ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", time.Hour))
+	if n := is.discovered.Load(); n != before {
+		t.Fatalf("issuer asked %d more time(s) for a fresh mirror", n-before)
+	}
+}
+
+// TestJWKSMirrorRefetchedAfter6h: once the mirror is 6h old the next pass
+// asks the issuer again and restamps the Secret.
+func TestJWKSMirrorRefetchedAfter6h(t *testing.T) {
+	ns := env.Namespace(t)
+	clock := newTestClock()
+	is := newTestIssuer(t)
+	res := oidcAgent(t, ns, clock, is)
+	settled(t, ns)
+	before := is.discovered.Load()
+	clock.Set(clock.Now().Add(JWKSRefresh + time.Second))
+	res.pokeAndWait(t, ns, "agent")
+	ctrltest.Eventually(t, wait, func() error {
+		if n := is.discovered.Load(); n <= before {
+			return fmt.Errorf("issuer not asked again (%d requests)", n)
+		}
+		if got := mirror(t, ns).Annotations[omniav1.AnnotationOIDCJWKSFetchedAt]; got != clock.Now().Format(time.RFC3339) {
+			return fmt.Errorf("fetched-at %q not restamped", got)
+		}
+		return nil
+	})
+	ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", JWKSRefresh))
+}
+
+// TestJWKSMirrorDiscoveryFailure: an issuer that fails discovery is
+// recorded as DiscoveryFailed naming what failed, with no Secret, and is
+// asked again only at the 6h timer.
+func TestJWKSMirrorDiscoveryFailure(t *testing.T) {
+	ns := env.Namespace(t)
+	clock := newTestClock()
+	is := newTestIssuer(t)
+	is.broken.Store(true)
+	res := oidcAgent(t, ns, clock, is)
+	ctrltest.Eventually(t, wait, jwksIs(ns, metav1.ConditionFalse, omniav1.ReasonDiscoveryFailed, "openid-configuration: status 404"))
+	ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", JWKSRefresh))
+	err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: JWKSSecretName("agent")}, &corev1.Secret{})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("mirror Secret after a failed discovery: %v", err)
+	}
+}
+
+// TestJWKSMirrorRemovedWithOIDC: removing spec.externalAuth.oidc deletes
+// the mirror and its condition, and leaves no timer.
+func TestJWKSMirrorRemovedWithOIDC(t *testing.T) {
+	ns := env.Namespace(t)
+	clock := newTestClock()
+	is := newTestIssuer(t)
+	res := oidcAgent(t, ns, clock, is)
+	settled(t, ns)
+	update(t, &omniav1.AgentRuntime{}, ns, "agent", func(o client.Object) { o.(*omniav1.AgentRuntime).Spec.ExternalAuth = nil })
+	ctrltest.Eventually(t, wait, func() error {
+		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: JWKSSecretName("agent")}, &corev1.Secret{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("mirror still there: %v", err)
+		}
+		a, err := getAgent(ns, "agent")
+		if err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(a.Status.Conditions, omniav1.ConditionOIDCJWKSReady); c != nil {
+			return fmt.Errorf("OIDCJWKSReady still reported: %+v", c)
+		}
+		return nil
+	})
+	ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", 0))
+}
+
+// TestJWKSMirrorRepairedByWatch: the mirror is owned by the agent, so
+// deleting it brings the agent back at once through the watch; nothing
+// waits for the 6-hour timer.
+func TestJWKSMirrorRepairedByWatch(t *testing.T) {
+	ns := env.Namespace(t)
+	clock := newTestClock()
+	is := newTestIssuer(t)
+	oidcAgent(t, ns, clock, is)
+	settled(t, ns)
+	if err := env.Client.Delete(context.Background(), mirror(t, ns)); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		s := &corev1.Secret{}
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: JWKSSecretName("agent")}, s); err != nil {
+			return err
+		}
+		if string(s.Data[JWKSKey]) != testKeySet {
+			return fmt.Errorf("mirror data %q", s.Data[JWKSKey])
+		}
+		return nil
+	})
+}
