@@ -147,38 +147,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 	if rec == nil {
 		rec = r
 	}
+	packs := func() client.ObjectList { return &omniav1.PromptPackList{} }
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&omniav1.PromptPack{}).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.packsForConfigMap)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(kubeutil.ByIndex(r.Client, packs, index.ConfigMapRef))).
 		Watches(&omniav1.PromptPack{}, handler.EnqueueRequestsFromMapFunc(r.olderSiblings),
 			builder.WithPredicates(PhaseChanged())).
 		Watches(&omniav1.AgentRuntime{}, handler.EnqueueRequestsFromMapFunc(r.packsForAgent),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&omniav1.SkillSource{}, handler.EnqueueRequestsFromMapFunc(r.packsForSkillSource)).
+		Watches(&omniav1.SkillSource{}, handler.EnqueueRequestsFromMapFunc(kubeutil.ByIndex(r.Client, packs, index.PackSkillSource))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(rec)
-}
-
-func (r *Reconciler) packsForConfigMap(ctx context.Context, o client.Object) []reconcile.Request {
-	var packs omniav1.PromptPackList
-	if err := r.Client.List(ctx, &packs, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.ConfigMapRef: o.GetName()}); err != nil {
-		log.FromContext(ctx).Error(err, "map ConfigMap to PromptPacks", "configMap", client.ObjectKeyFromObject(o))
-		return nil
-	}
-	return requests(packs.Items, nil)
-}
-
-// packsForSkillSource maps a SkillSource (created, deleted, or its status
-// written by the SkillSource controller) to the PromptPacks whose
-// spec.skills name it.
-func (r *Reconciler) packsForSkillSource(ctx context.Context, o client.Object) []reconcile.Request {
-	var packs omniav1.PromptPackList
-	if err := r.Client.List(ctx, &packs, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.PackSkillSource: o.GetName()}); err != nil {
-		log.FromContext(ctx).Error(err, "map SkillSource to PromptPacks", "skillSource", client.ObjectKeyFromObject(o))
-		return nil
-	}
-	return requests(packs.Items, nil)
 }
 
 // olderSiblings maps a version whose phase changed to the siblings it may

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -119,19 +118,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&omniav1.Provider{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.providersForSecret)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(kubeutil.ByIndex(r.Client, func() client.ObjectList { return &omniav1.ProviderList{} }, index.ProviderSecret))).
 		Complete(rec)
-}
-
-func (r *Reconciler) providersForSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	var ps omniav1.ProviderList
-	if err := r.Client.List(ctx, &ps, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.ProviderSecret: o.GetName()}); err != nil {
-		log.FromContext(ctx).Error(err, "map Secret to Providers", "secret", client.ObjectKeyFromObject(o))
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(ps.Items))
-	for i := range ps.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ps.Items[i])})
-	}
-	return out
 }

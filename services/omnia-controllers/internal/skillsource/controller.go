@@ -14,12 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -81,20 +81,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&omniav1.SkillSource{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.sourcesForConfigMap)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(kubeutil.ByIndex(r.Client, func() client.ObjectList { return &omniav1.SkillSourceList{} }, index.SkillSourceConfigMap))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 3}).
 		Complete(rec)
-}
-
-func (r *Reconciler) sourcesForConfigMap(ctx context.Context, o client.Object) []reconcile.Request {
-	var list omniav1.SkillSourceList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.SkillSourceConfigMap: o.GetName()}); err != nil {
-		log.FromContext(ctx).Error(err, "map ConfigMap to SkillSources", "configMap", client.ObjectKeyFromObject(o))
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return out
 }
