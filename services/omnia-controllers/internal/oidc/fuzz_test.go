@@ -10,7 +10,8 @@ import (
 // absolute http(s) jwks_uri; at least one key).
 func FuzzParseDocuments(f *testing.F) {
 	for _, s := range []string{
-		`{"jwks_uri":"https://id.example/keys"}`,
+		`{"issuer":"https://id.example","jwks_uri":"https://id.example/keys"}`,
+		`{"issuer":"https://other.example","jwks_uri":"https://id.example/keys"}`,
 		`{"jwks_uri":""}`,
 		`{"jwks_uri":"file:///x"}`,
 		keySet,
@@ -23,7 +24,7 @@ func FuzzParseDocuments(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if uri, err := ParseDiscovery(body); err == nil {
+		if uri, err := ParseDiscovery(body, "https://id.example/"); err == nil {
 			u, perr := url.Parse(uri)
 			if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				t.Fatalf("accepted jwks_uri %q", uri)

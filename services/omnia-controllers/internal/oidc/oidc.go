@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // MaxDocumentBytes caps each document read from the issuer, so a broken or
@@ -52,7 +53,7 @@ func (f *Fetcher) FetchJWKS(ctx context.Context, issuer string) ([]byte, error) 
 	if err != nil {
 		return nil, fmt.Errorf("discovery document %s: %w", disc, err)
 	}
-	uri, err := ParseDiscovery(body)
+	uri, err := ParseDiscovery(body, issuer)
 	if err != nil {
 		return nil, fmt.Errorf("discovery document %s: %w", disc, err)
 	}
@@ -112,10 +113,15 @@ func (f *Fetcher) get(ctx context.Context, u string) ([]byte, error) {
 	return body, nil
 }
 
-// ParseDiscovery returns the jwks_uri of a discovery document, which must
-// be an absolute http or https URL.
-func ParseDiscovery(body []byte) (string, error) {
+// ParseDiscovery returns the jwks_uri of issuer's discovery document,
+// which must be an absolute http or https URL. The document must also name
+// issuer itself (OpenID Connect Discovery 1.0, section 4.3): a document
+// served for another issuer would have the agent trust that issuer's keys.
+// Trailing slashes do not count in the comparison, as they do not in the
+// address the document is fetched from.
+func ParseDiscovery(body []byte, issuer string) (string, error) {
 	var doc struct {
+		Issuer  string `json:"issuer"`
 		JWKSURI string `json:"jwks_uri"`
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
@@ -128,6 +134,12 @@ func ParseDiscovery(body []byte) (string, error) {
 	u, err := url.Parse(doc.JWKSURI)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", errors.New("jwks_uri is not an absolute http(s) URL")
+	}
+	if doc.Issuer == "" {
+		return "", errors.New("no issuer")
+	}
+	if strings.TrimRight(doc.Issuer, "/") != strings.TrimRight(issuer, "/") {
+		return "", fmt.Errorf("issuer %q is not the configured %q", truncate(doc.Issuer, 256), issuer)
 	}
 	return doc.JWKSURI, nil
 }
@@ -154,4 +166,16 @@ func ParseJWKS(body []byte) (int, error) {
 		}
 	}
 	return len(doc.Keys), nil
+}
+
+// truncate bounds text taken from a remote document before it goes into an
+// error message (and from there into a condition).
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -66,6 +66,16 @@ func TestFetchJWKS(t *testing.T) {
 				_, _ = w.Write([]byte(`{"jwks_uri":"file:///etc/passwd"}`))
 			},
 			wantErr: "not an absolute http(s) URL"},
+		{name: "a discovery document must name the issuer",
+			discovery: func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = w.Write([]byte(`{"jwks_uri":"https://id.example/keys"}`))
+			},
+			wantErr: "no issuer"},
+		{name: "a discovery document of another issuer fails",
+			discovery: func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = w.Write([]byte(`{"issuer":"https://evil.example","jwks_uri":"https://evil.example/keys"}`))
+			},
+			wantErr: `issuer "https://evil.example" is not the configured`},
 		{name: "discovery that is not JSON fails",
 			discovery: func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`<html>`)) },
 			wantErr:   "not a JSON object"},
