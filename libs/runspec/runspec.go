@@ -1,6 +1,8 @@
 // Package runspec is the contract between the agent-controller, which builds
 // a run's Job, and the supervisor, which runs the vendor CLI inside it: what
-// to run, passed as one JSON environment variable.
+// to run, passed as one JSON environment variable (Spec), and the rest of
+// the run pod's environment (Env), with every variable's name and the
+// defaults both sides rely on.
 //
 // The controller resolves the recipe (the AgentDefinition, the Agent's
 // overrides) at Job build time and freezes it here, so a later edit of the

@@ -31,6 +31,7 @@ type GRPCServer struct {
 	log     *slog.Logger
 	metrics *grpcprom.ServerMetrics
 	lis     net.Listener
+	ready   <-chan struct{}
 }
 
 // NewGRPCServer builds the server; register services on it, then Serve.
@@ -86,6 +87,12 @@ func (s *GRPCServer) Addr() net.Addr {
 	return s.lis.Addr()
 }
 
+// NotServingUntil makes Serve hold the health service at NOT_SERVING
+// until ready is closed. Calls are answered meanwhile; only the health
+// answer waits, for a server that must fill a cache before its answers
+// are worth routing to. Call it before Serve.
+func (s *GRPCServer) NotServingUntil(ready <-chan struct{}) { s.ready = ready }
+
 // Serve serves on the listener opened by Listen until ctx ends, then
 // marks itself NOT_SERVING, lets in-flight calls finish for up to
 // shutdownTimeout, and stops. It returns nil after a shutdown that ctx
@@ -95,7 +102,23 @@ func (s *GRPCServer) Serve(ctx context.Context, shutdownTimeout time.Duration) e
 		return fmt.Errorf("gRPC Serve before Listen")
 	}
 	s.metrics.InitializeMetrics(s.Server)
-	s.Health.Resume()
+	// gated closes once the health service may no longer change to
+	// SERVING, so shutdown cannot be overtaken by a late Resume.
+	gated := make(chan struct{})
+	if s.ready == nil {
+		s.Health.Resume()
+		close(gated)
+	} else {
+		s.Health.Shutdown()
+		go func() {
+			defer close(gated)
+			select {
+			case <-s.ready:
+				s.Health.Resume()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.Server.Serve(s.lis) }()
 	select {
@@ -103,6 +126,7 @@ func (s *GRPCServer) Serve(ctx context.Context, shutdownTimeout time.Duration) e
 		return err
 	case <-ctx.Done():
 	}
+	<-gated
 	s.Health.Shutdown()
 	done := make(chan struct{})
 	go func() { s.GracefulStop(); close(done) }()

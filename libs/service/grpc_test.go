@@ -104,3 +104,46 @@ func TestGRPCServerRecoversFromAPanickingHandler(t *testing.T) {
 		t.Fatalf("the server still serves after a panic: %v", err)
 	}
 }
+
+func TestGRPCServerHealthWaitsForReadiness(t *testing.T) {
+	s, err := NewGRPCServer(slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	s.NotServingUntil(ready)
+	if err := s.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, time.Second) }()
+	conn, err := grpc.NewClient(s.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	hc := healthpb.NewHealthClient(conn)
+	status := func() healthpb.HealthCheckResponse_ServingStatus {
+		resp, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.GetStatus()
+	}
+	if st := status(); st != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("before ready: %v, want NOT_SERVING while the server answers", st)
+	}
+	close(ready)
+	deadline := time.Now().Add(5 * time.Second)
+	for status() != healthpb.HealthCheckResponse_SERVING {
+		if time.Now().After(deadline) {
+			t.Fatal("never SERVING after ready closed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve after shutdown: %v", err)
+	}
+}

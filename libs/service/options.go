@@ -116,12 +116,19 @@ func (f *FlagSet) AddKube(o *KubeOptions, qps float64, burst int) {
 
 // AddPod registers --pod-name and --pod-namespace, which a Deployment
 // fills from the downward API (env POD_NAME and POD_NAMESPACE). The pod
-// name defaults to the host name, the namespace to "default".
+// name defaults to the host name, the namespace to "default". The host name
+// is filled in after parsing rather than as the flag's default, so the
+// generated docs do not depend on the machine that generated them.
 func (f *FlagSet) AddPod(o *PodOptions) {
-	host, _ := os.Hostname()
 	f.inGroup("pod", func() {
-		f.StringVar(&o.Name, "pod-name", host, "name of this pod; the leader-election identity (the host name when unset)")
+		f.StringVar(&o.Name, "pod-name", "", "name of this pod; the leader-election identity (the host name when empty)")
 		f.StringVar(&o.Namespace, "pod-namespace", "default", "namespace of this pod")
+	})
+	f.Check(func() error {
+		if o.Name == "" {
+			o.Name, _ = os.Hostname()
+		}
+		return nil
 	})
 }
 

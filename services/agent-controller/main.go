@@ -9,24 +9,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/events"
+	"github.com/agentplane/agentplane/libs/service"
 	batchpb "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/config"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/controller"
@@ -37,19 +31,15 @@ import (
 )
 
 func main() {
-	cfg, err := config.Parse(os.Args[1:], os.Getenv)
+	fs, cfg := config.NewFlagSet(os.Getenv)
+	fs.ParseOrExit(os.Args[1:])
+	log, err := service.NewLogger(config.Name, cfg.LogLevel, os.Stderr)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "agent-controller: %v\n", err)
+		// The flag check has refused a bad level already.
+		fmt.Fprintf(os.Stderr, "%s: %v\n", config.Name, err)
 		os.Exit(2)
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		level = slog.LevelInfo
-	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	slog.SetDefault(log)
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	ctx, stop := service.SignalContext()
 	defer stop()
 	if err := run(ctx, cfg, log); err != nil {
 		log.Error("agent-controller stopped", "error", err)
@@ -57,19 +47,11 @@ func main() {
 	}
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
-	}
-	return rest.InClusterConfig()
-}
-
 func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
-	rc, err := restConfig(cfg.Kubeconfig)
+	rc, err := service.RESTConfig(config.Name, cfg.Kube)
 	if err != nil {
-		return fmt.Errorf("kubernetes client config: %w", err)
+		return err
 	}
-	rc.QPS, rc.Burst = float32(cfg.QPS), cfg.Burst
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
@@ -87,7 +69,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	m := metrics.New()
 	opts := controller.Options{
-		Namespace: cfg.Namespace, Workers: cfg.Workers, PollInterval: cfg.PollInterval, PageSize: cfg.PageSize, Log: log,
+		Namespace: cfg.WatchNamespace, Workers: cfg.Workers, PollInterval: cfg.PollInterval, PageSize: cfg.PageSize, Log: log,
 		BatchCleanupBackoff: cfg.BatchCleanupBackoff, RealtimeKeyNamespace: cfg.RealtimeKeyNamespace,
 		Reconcile: reconcile.Config{
 			MaxOutputBytes: cfg.MaxOutputBytes, RealtimeEnabled: cfg.RealtimeEnabled,
@@ -96,9 +78,9 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		},
 	}
 	if cfg.BatchEnabled {
-		conn, err := grpc.NewClient(cfg.BatchPollerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(cfg.BatchPollerAddress, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
-			return fmt.Errorf("batch-poller client for %s: %w", cfg.BatchPollerAddr, err)
+			return fmt.Errorf("batch-poller client for %s: %w", cfg.BatchPollerAddress, err)
 		}
 		defer func() { _ = conn.Close() }()
 		opts.Batch = batchpb.NewBatchServiceClient(conn)
@@ -106,31 +88,42 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if cfg.BatchEnabled && cfg.NATSURL != "" {
 		// Batch runs have no supervisor: the controller publishes their
 		// events and hears batch-poller's completion notices.
-		pub, err := events.NewPublisher(events.PublisherOptions{URL: cfg.NATSURL, Name: "agent-controller " + cfg.Identity, Logger: log})
+		pub, err := events.NewPublisher(events.PublisherOptions{URL: cfg.NATSURL, Name: "agent-controller " + cfg.Pod.Name, Logger: log})
 		if err != nil {
 			log.Warn("no NATS for batch runs: no stream events, no completion notices", "error", err)
 		} else {
 			defer func() {
-				sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 				defer cancel()
 				_ = pub.Close(sctx)
 			}()
 			opts.Events = pub
 		}
 	}
+	if err := service.RegisterBuildInfo(m.Registry, config.Name); err != nil {
+		return err
+	}
 	state := &leader.State{}
-	srv := &http.Server{Addr: cfg.Addr, Handler: handler(m, state), ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("health and metrics server failed", "addr", cfg.Addr, "error", err)
+	srv := service.NewHTTPServer(log, m.Registry)
+	// A standby is ready; a leader once its cache has synced and while its
+	// poll works. Liveness has no check: an unreachable API server is not
+	// cured by a restart.
+	srv.AddReadyCheck("leader", func() error {
+		if ok, why := state.Ready(); !ok {
+			return errors.New(why)
 		}
-	}()
+		return nil
+	})
+	if err := srv.Start(cfg.Options); err != nil {
+		return err
+	}
 	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()
-		_ = srv.Shutdown(sctx)
+		srv.Shutdown(sctx)
 	}()
-	log.Info("agent-controller starting", "identity", cfg.Identity, "namespace", cfg.Namespace, "leaderElect", cfg.LeaderElect, "addr", cfg.Addr)
+	log.Info("agent-controller starting", "version", service.Version().Version, "identity", cfg.Pod.Name, "watchNamespace", cfg.WatchNamespace,
+		"leaderElect", cfg.LeaderElection.Enabled, "metrics", cfg.MetricsBindAddress, "probes", cfg.HealthProbeBindAddress)
 
 	lead := func(ctx context.Context) {
 		ctl := controller.New(c, kube, m, opts)
@@ -140,31 +133,15 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			log.Error("controller loop ended", "error", err)
 		}
 	}
-	if !cfg.LeaderElect {
+	if !cfg.LeaderElection.Enabled {
 		state.SetLeader(true)
 		lead(ctx)
 		return nil
 	}
+	le := cfg.LeaderElection
 	return leader.Run(ctx, leader.Config{
-		Client: kube, Namespace: cfg.LeaseNamespace, Name: "agent-controller", Identity: cfg.Identity,
-		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+		Client: kube, Namespace: cfg.LeaseNamespace(), Name: le.ID, Identity: cfg.Pod.Name,
+		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
 		Log: log, OnLeading: lead, State: state, Metrics: m,
 	})
-}
-
-// handler serves /metrics, /healthz (the process is alive) and /readyz (a
-// standby is ready; a leader once its cache has synced and while its poll
-// works).
-func handler(m *metrics.Metrics, state *leader.State) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if ok, why := state.Ready(); !ok {
-			http.Error(w, why, http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	return mux
 }

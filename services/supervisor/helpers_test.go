@@ -86,13 +86,13 @@ func newPod(t *testing.T, spec *runspec.Spec) *pod {
 	t.Helper()
 	p := &pod{t: t, agentDir: t.TempDir(), workspace: t.TempDir(), env: map[string]string{}}
 	p.env["PATH"] = mockDir + ":/usr/local/bin:/usr/bin:/bin"
-	p.env["HOME"] = p.agentDir
-	p.env["WORKSPACE_DIR"] = p.workspace
-	p.env["AGENT_NAME"] = "agent-" + strings.ToLower(strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()))
-	p.env["AGENT_NAMESPACE"] = "team-a"
-	p.env["AGENT_UID"] = "uid-" + fmt.Sprint(time.Now().UnixNano())
-	p.env["STATION_NAME"] = "station-1"
-	p.env["SUPERVISOR_CHOWN"] = ""
+	p.env[runspec.EnvHome] = p.agentDir
+	p.env[runspec.EnvWorkspaceDir] = p.workspace
+	p.env[runspec.EnvAgentName] = "agent-" + strings.ToLower(strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()))
+	p.env[runspec.EnvAgentNamespace] = "team-a"
+	p.env[runspec.EnvAgentUID] = "uid-" + fmt.Sprint(time.Now().UnixNano())
+	p.env[runspec.EnvStationName] = "station-1"
+	p.env["SUPERVISOR_CHOWN"] = noChown
 	if spec != nil {
 		p.setSpec(spec)
 	}
@@ -111,7 +111,7 @@ func (p *pod) setSpec(spec *runspec.Spec) {
 // withNATS starts an embedded JetStream server for the pod.
 func (p *pod) withNATS() *pod {
 	p.nats = eventstest.Start(p.t)
-	p.env["NATS_URL"] = p.nats.URL()
+	p.env[runspec.EnvNATSURLOverride] = p.nats.URL()
 	return p
 }
 
@@ -127,7 +127,7 @@ func (p *pod) start(cmd string) (*exec.Cmd, *syncBuffer, *syncBuffer) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	p.t.Cleanup(cancel)
-	argv := append(append([]string(nil), p.wrap...), supervisorBin, cmd, "--agent-dir", p.agentDir)
+	argv := append(append([]string(nil), p.wrap...), supervisorBin, cmd, "--supervisor-agent-dir", p.agentDir)
 	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	for k, v := range p.env {
 		c.Env = append(c.Env, k+"="+v)
@@ -158,7 +158,7 @@ func (p *pod) natsEvents() []*eventsv1.RunEvent {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	evs, err := events.ReadAll(ctx, p.nats.JetStream(), events.Filter{Namespace: p.env["AGENT_NAMESPACE"], Agent: p.env["AGENT_NAME"]})
+	evs, err := events.ReadAll(ctx, p.nats.JetStream(), events.Filter{Namespace: p.env[runspec.EnvAgentNamespace], Agent: p.env[runspec.EnvAgentName]})
 	if err != nil {
 		p.t.Fatalf("read events: %v", err)
 	}

@@ -82,7 +82,7 @@ func TestInitPreparesThePod(t *testing.T) {
 	spec := jobSpec(vendorModels["gemini"], "go")
 	spec.MCPServers = []runspec.MCPServer{{Name: "lore", Transport: "http", URL: "http://lore/mcp", HeaderEnv: "LORE_MCP_AUTH"}}
 	p := newPod(t, spec).withNATS()
-	p.env["AGENT_REPOS"] = `[{"name":"app","url":"` + srv.URL + `/app.git","ref":"v1","path":"src/app","token_secret":"gh-token"},` +
+	p.env[runspec.EnvRepos] = `[{"name":"app","url":"` + srv.URL + `/app.git","ref":"v1","path":"src/app","token_secret":"gh-token"},` +
 		`{"name":"evil","url":"` + srv.URL + `/app.git","path":"../escaped"}]`
 	p.env["gh-token"] = token
 	p.env["LORE_MCP_AUTH"] = "Bearer mcp-secret"
@@ -193,9 +193,9 @@ func TestInitRestoresConversation(t *testing.T) {
 			}))
 			defer srv.Close()
 			p := newPod(t, jobSpec(vendorModels["claude"], "go")).withNATS()
-			p.env["AGENT_CONVERSATION_SOURCE"] = srv.URL + "/conversations"
-			p.env["AGENT_CONVERSATION_ID"] = "sess-1"
-			p.env["AGENT_CONVERSATION_AUTH"] = "conv-auth"
+			p.env[runspec.EnvConversationSource] = srv.URL + "/conversations"
+			p.env[runspec.EnvConversationID] = "sess-1"
+			p.env[runspec.EnvConversationAuth] = "conv-auth"
 			p.env["conv-auth"] = "X-Conv: conv-token"
 			r := p.run("init")
 			if r.code != tt.code {
@@ -244,7 +244,7 @@ func TestInitFailureCodes(t *testing.T) {
 			t.Parallel()
 			p := newPod(t, tt.spec).withNATS()
 			if tt.repos != "" {
-				p.env["AGENT_REPOS"] = tt.repos
+				p.env[runspec.EnvRepos] = tt.repos
 			}
 			r := p.run("init")
 			if r.code != tt.code {
@@ -285,8 +285,8 @@ func TestInitStagesSkills(t *testing.T) {
 	}))
 	defer srv.Close()
 	p := newPod(t, jobSpec(vendorModels["claude"], "go")).withNATS()
-	p.env["AGENT_SKILLS_SOURCE"] = srv.URL + "/skills"
-	p.env["AGENT_SKILLS"] = `["review","absent","../etc",".hidden"]`
+	p.env[runspec.EnvSkillsSource] = srv.URL + "/skills"
+	p.env[runspec.EnvSkills] = `["review","absent","../etc",".hidden"]`
 	if r := p.run("init"); r.code != 0 {
 		t.Fatalf("init exit %d", r.code)
 	}
@@ -319,7 +319,7 @@ func TestInitHandsVolumesToTheAgentUser(t *testing.T) {
 	bare := originRepo(t)
 	p := newPod(t, jobSpec(vendorModels["claude"], "go"))
 	p.env["SUPERVISOR_CHOWN"] = "1000:1001"
-	p.env["AGENT_REPOS"] = `[{"name":"app","url":"file://` + bare + `"}]`
+	p.env[runspec.EnvRepos] = `[{"name":"app","url":"file://` + bare + `"}]`
 	if r := p.run("init"); r.code != 0 {
 		t.Fatalf("init exit %d", r.code)
 	}

@@ -5,8 +5,7 @@
 package main
 
 import (
-	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentplane/agentplane/libs/runspec"
+	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/services/supervisor/internal/initstep"
 	"github.com/agentplane/agentplane/services/supervisor/internal/repos"
 	"github.com/agentplane/agentplane/services/supervisor/internal/run"
@@ -23,9 +24,13 @@ import (
 )
 
 const usage = `usage:
-  supervisor init [--agent-dir DIR] [--chown UID:GID]   prepare the run pod's volumes
-  supervisor run  [--agent-dir DIR]                     run the agent CLI of AGENT_RUN_SPEC
-  supervisor git-credential ENV get                     git credential helper (token from $ENV)
+  supervisor init [flags]                prepare the run pod's volumes
+  supervisor run  [flags]                run the agent CLI of AGENT_RUN_SPEC
+  supervisor git-credential ENV get      git credential helper (token from $ENV)
+  supervisor --version                   print version information
+
+Flags of init and run (each falls back to the variable shown; see supervisor init --help):
+  --supervisor-log-level, --supervisor-agent-dir, --supervisor-chown
 `
 
 func main() {
@@ -45,6 +50,23 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	return l.w.Write(b)
 }
 
+// parse reads a subcommand's flags. done is true when the process should
+// exit with code: after --version or --help (0) or a bad flag or variable
+// (2, with the error on stderr).
+func parse(cmd string, args []string) (o *options, code int, done bool) {
+	fs, o := newFlagSet(os.Getenv)
+	err := fs.Parse(args, os.Stdout)
+	switch {
+	case err == nil:
+		return o, 0, false
+	case errors.Is(err, service.ErrVersion), errors.Is(err, service.ErrHelp):
+		return nil, 0, true
+	default:
+		fmt.Fprintf(os.Stderr, "%s %s: %v\n", name, cmd, err)
+		return nil, 2, true
+	}
+}
+
 func dispatch(args []string) int {
 	start := time.Now()
 	if len(args) == 0 {
@@ -52,33 +74,36 @@ func dispatch(args []string) int {
 		return 2
 	}
 	stderr := &lockedWriter{w: os.Stderr}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: logLevel()})).
-		With("component", "supervisor", "command", args[0])
-	slog.SetDefault(log)
 	// A broken stdout (nobody reading the log) must not kill PID 1.
 	signal.Ignore(syscall.SIGPIPE)
 
 	switch args[0] {
-	case "init":
-		fs := flag.NewFlagSet("init", flag.ContinueOnError)
-		agentDir := fs.String("agent-dir", envOr("SUPERVISOR_AGENT_DIR", runenv.DefaultAgentDir), "agent volume the bundle is copied to (env SUPERVISOR_AGENT_DIR)")
-		chown := fs.String("chown", envOr("SUPERVISOR_CHOWN", "1000:1000"), "uid:gid the volumes are handed to when running as root; empty skips (env SUPERVISOR_CHOWN)")
-		if err := fs.Parse(args[1:]); err != nil {
-			return 2
+	case "--version", "-version":
+		fmt.Println(service.Version().String(name))
+		return 0
+	case "--help", "-help", "-h", "help":
+		fmt.Print(usage)
+		return 0
+	case runspec.CommandInit:
+		o, code, done := parse(args[0], args[1:])
+		if done {
+			return code
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		log := logger(o, args[0], stderr)
+		ctx, stop := service.SignalContext()
 		defer stop()
-		return initstep.Main(ctx, initstep.Options{Env: runenv.Read(nil), AgentDir: *agentDir, Chown: *chown,
+		return initstep.Main(ctx, initstep.Options{Env: runenv.Read(nil), AgentDir: o.AgentDir, Chown: o.chown(),
 			Stdout: os.Stdout, Stderr: stderr, Logger: log})
-	case "run":
-		fs := flag.NewFlagSet("run", flag.ContinueOnError)
-		agentDir := fs.String("agent-dir", envOr("SUPERVISOR_AGENT_DIR", runenv.DefaultAgentDir), "agent volume holding the init step's sequence file (env SUPERVISOR_AGENT_DIR)")
-		if err := fs.Parse(args[1:]); err != nil {
-			return 2
+	case runspec.CommandRun:
+		o, code, done := parse(args[0], args[1:])
+		if done {
+			return code
 		}
+		log := logger(o, args[0], stderr)
+		// PID 1 forwards SIGTERM to the CLI rather than just stopping.
 		sigs := make(chan os.Signal, 4)
 		signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
-		return run.Main(run.Options{Env: runenv.Read(nil), AgentDir: *agentDir, Stdout: os.Stdout,
+		return run.Main(run.Options{Env: runenv.Read(nil), AgentDir: o.AgentDir, Stdout: os.Stdout,
 			Stderr: stderr, Signals: sigs, Start: start, Logger: log})
 	case repos.CredentialCommand:
 		if len(args) != 3 {
@@ -97,17 +122,12 @@ func dispatch(args []string) int {
 	}
 }
 
-func envOr(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
+// logger is the JSON logger of one subcommand; the level was checked when
+// the flags were parsed.
+func logger(o *options, cmd string, w io.Writer) *slog.Logger {
+	log, err := service.NewLogger(name, o.LogLevel, w)
+	if err != nil {
+		log = slog.New(slog.NewJSONHandler(w, nil)).With("service", name)
 	}
-	return def
-}
-
-func logLevel() slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(os.Getenv("SUPERVISOR_LOG_LEVEL"))); err != nil {
-		return slog.LevelInfo
-	}
-	return l
+	return log.With("command", cmd)
 }

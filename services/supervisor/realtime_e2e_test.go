@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/agentplane/agentplane/libs/realtime"
+	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/vendors"
 	supervisorv1 "github.com/agentplane/agentplane/proto/agentplane/supervisor/v1"
 )
@@ -36,7 +37,7 @@ func TestRealtimeSessionOfThreePrompts(t *testing.T) {
 			p.withNATS()
 			s := p.serve()
 			s.waitIdle(p.token, 1)
-			uid := p.env["AGENT_UID"]
+			uid := p.env[runspec.EnvAgentUID]
 			var sessionID string
 			var streamed []string
 			texts := []string{"first question", "second question", "third question"}
@@ -155,7 +156,7 @@ func TestRealtimeRefusesWrongToken(t *testing.T) {
 	t.Parallel()
 	p := newRealtimePod(t, realtimeSpec(vendorModels["claude"], ""))
 	s := p.serve()
-	uid := p.env["AGENT_UID"]
+	uid := p.env[runspec.EnvAgentUID]
 	otherKey := []byte(strings.Repeat("o", realtime.MinKeyBytes))
 	cases := []struct {
 		name, field, meta string
@@ -279,7 +280,7 @@ func TestRealtimeSessionEndsByItself(t *testing.T) {
 			env:    map[string]string{realtime.EnvIdleSeconds: "1", "MOCKAGENT_DELAY": "300ms"},
 			reason: "idle", result: true, atLeast: 2 * time.Second},
 		{name: "the deadline ends the session and its running turn", prompt: "mock:hang never answer",
-			env:    map[string]string{"AGENT_DEADLINE_MS": "2500"},
+			env:    map[string]string{runspec.EnvDeadlineMS: "2500"},
 			reason: "deadline", atLeast: time.Second},
 	}
 	for _, tt := range tests {

@@ -47,7 +47,7 @@ func newRealtimePod(t *testing.T, spec *runspec.Spec) *realtimePod {
 	t.Helper()
 	p := newPod(t, spec)
 	dir := t.TempDir()
-	rp := &realtimePod{pod: p, token: realtime.Token(testKey, p.env["AGENT_UID"]), starts: filepath.Join(dir, "starts.log")}
+	rp := &realtimePod{pod: p, token: realtime.Token(testKey, p.env[runspec.EnvAgentUID]), starts: filepath.Join(dir, "starts.log")}
 	tokenFile := filepath.Join(dir, "token")
 	// A trailing newline, as a hand-made Secret often has.
 	mustWrite(t, tokenFile, []byte(rp.token+"\n"))
@@ -62,7 +62,7 @@ func newRealtimePod(t *testing.T, spec *runspec.Spec) *realtimePod {
 	p.env["PATH"] = bin + ":" + p.env["PATH"]
 	p.env[realtime.EnvTokenFile] = tokenFile
 	p.env[realtime.EnvAddr] = "127.0.0.1:0"
-	p.env["AGENT_EXIT_GRACE_MS"] = "1000"
+	p.env[runspec.EnvExitGraceMS] = "1000"
 	return rp
 }
 

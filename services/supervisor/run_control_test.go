@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane/libs/realtime"
 	"github.com/agentplane/agentplane/libs/runspec"
 )
 
@@ -32,8 +33,8 @@ func TestRunDeadlineKillsAStubbornCLI(t *testing.T) {
 	t.Parallel()
 	p := newPod(t, jobSpec(vendorModels["claude"], "mock:hang")).withNATS()
 	p.env["MOCKAGENT_IGNORE_TERM"] = "1"
-	p.env["AGENT_DEADLINE_MS"] = "1500"
-	p.env["AGENT_EXIT_GRACE_MS"] = "500"
+	p.env[runspec.EnvDeadlineMS] = "1500"
+	p.env[runspec.EnvExitGraceMS] = "500"
 	r := p.run("run")
 	if r.code != 124 {
 		t.Fatalf("exit %d, want 124", r.code)
@@ -61,7 +62,7 @@ func TestRunForwardsSIGTERM(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			p := newPod(t, jobSpec(vendorModels["codex"], "mock:hang")).withNATS()
-			p.env["AGENT_EXIT_GRACE_MS"] = "500"
+			p.env[runspec.EnvExitGraceMS] = "500"
 			if tt.ignoreTerm {
 				p.env["MOCKAGENT_IGNORE_TERM"] = "1"
 			}
@@ -123,7 +124,7 @@ func TestRunFailsBeforeStart(t *testing.T) {
 		{name: "exit 0 without a result line is a failure", spec: execSpec(`echo '{"type":"assistant"}'`, "x"), code: 1, reason: "no-result"},
 		{name: "a CLI not on PATH exits 127", spec: execSpec("", "x"), env: map[string]string{"PATH": "/nonexistent"}, code: 127, reason: "not-found"},
 		{name: "realtime without its token file fails before serving", spec: &runspec.Spec{Model: "claude-x", Prompt: "p", Execution: "realtime"},
-			env: map[string]string{"AGENT_REALTIME_TOKEN_FILE": "/nonexistent/token"}, code: 78, reason: "realtime-setup"},
+			env: map[string]string{realtime.EnvTokenFile: "/nonexistent/token"}, code: 78, reason: "realtime-setup"},
 		{name: "realtime with a vendor that cannot resume is a usage error", spec: &runspec.Spec{Model: "exec", Command: []string{"true"}, Prompt: "p", Execution: "realtime"},
 			code: 2, reason: "spec"},
 		{name: "a missing run spec is a usage error", code: 2, reason: "spec"},
@@ -158,7 +159,7 @@ func TestRunWatchFiles(t *testing.T) {
 	t.Parallel()
 	script := `mkdir -p out && printf '# report\n' > out/report.md && head -c 200000 /dev/zero > big.bin && echo '` + resultLine + `'`
 	p := newPod(t, execSpec(script, "x")).withNATS()
-	p.env["AGENT_WATCH"] = `[{"event":"report","path":"out/report.md"},{"event":"gone","path":"nope.md"},` +
+	p.env[runspec.EnvWatch] = `[{"event":"report","path":"out/report.md"},{"event":"gone","path":"nope.md"},` +
 		`{"event":"big","path":"big.bin"},{"event":"escape","path":"../../etc/passwd"},{"event":"abs","path":"/etc/hostname"}]`
 	r := p.run("run")
 	if r.code != 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentplane/agentplane/libs/events"
 	"github.com/agentplane/agentplane/libs/runspec"
+	"github.com/agentplane/agentplane/libs/sinks"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
@@ -35,7 +36,7 @@ func TestRunStreamsEveryVendor(t *testing.T) {
 			t.Parallel()
 			p := newPod(t, jobSpec(model, "please {task}")).withNATS()
 			sinkFile := filepath.Join(t.TempDir(), "events.jsonl")
-			p.env["AGENT_SINKS"] = `[{"type":"file","path":"` + sinkFile + `"},{"type":"stdout"}]`
+			p.env[sinks.EnvSinks] = `[{"type":"file","path":"` + sinkFile + `"},{"type":"stdout"}]`
 			r := p.run("run")
 			if r.code != 0 {
 				t.Fatalf("exit %d, want 0", r.code)
@@ -101,8 +102,8 @@ func TestRunSelectGatesSinksNotNATS(t *testing.T) {
 	t.Parallel()
 	p := newPod(t, jobSpec(vendorModels["claude"], "go")).withNATS()
 	sinkFile := filepath.Join(t.TempDir(), "events.jsonl")
-	p.env["AGENT_SINKS"] = `[{"type":"file","path":"` + sinkFile + `"}]`
-	p.env["AGENT_SELECT"] = `[{"event":"tool_call","tool":"Bash"},{"event":"result"}]`
+	p.env[sinks.EnvSinks] = `[{"type":"file","path":"` + sinkFile + `"}]`
+	p.env[sinks.EnvSelect] = `[{"event":"tool_call","tool":"Bash"},{"event":"result"}]`
 	r := p.run("run")
 	if r.code != 0 {
 		t.Fatalf("exit %d", r.code)
@@ -128,7 +129,7 @@ func TestRunExitCodes(t *testing.T) {
 		{name: "a failing CLI's exit code is the supervisor's", mode: "fail", env: map[string]string{"MOCKAGENT_EXIT": "3"}, code: 3, reason: "exit-code"},
 		{name: "a crash mid-stream is a failure with its code", mode: "crash", code: 2, reason: "exit-code"},
 		{name: "malformed lines are counted, not fatal", mode: "malformed", code: 0},
-		{name: "a CLI lingering after its result is stopped and succeeds", mode: "linger", env: map[string]string{"AGENT_EXIT_GRACE_MS": "300"}, code: 0},
+		{name: "a CLI lingering after its result is stopped and succeeds", mode: "linger", env: map[string]string{runspec.EnvExitGraceMS: "300"}, code: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

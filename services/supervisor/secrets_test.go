@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentplane/agentplane/libs/events"
 	"github.com/agentplane/agentplane/libs/runspec"
+	"github.com/agentplane/agentplane/libs/sinks"
 )
 
 // TestSecretsNeverLeak passes secrets through an http sink's
@@ -47,13 +48,13 @@ func TestSecretsNeverLeak(t *testing.T) {
 	spec.MCPServers = []runspec.MCPServer{{Name: "lore", Transport: "http", URL: "http://127.0.0.1:1/mcp", HeaderEnv: "LORE_MCP_AUTH"}}
 	p := newPod(t, spec).withNATS()
 	sinkFile := filepath.Join(t.TempDir(), "events.jsonl")
-	p.env["AGENT_SINKS"] = `[{"type":"http","url":"` + srv.URL + `","headers_secret":"agent-events-auth"},` +
+	p.env[sinks.EnvSinks] = `[{"type":"http","url":"` + srv.URL + `","headers_secret":"agent-events-auth"},` +
 		`{"type":"http","url":"` + deny.URL + `","headers_secret":"agent-events-auth"},{"type":"file","path":"` + sinkFile + `"}]`
 	p.env["agent-events-auth"] = "Authorization: Bearer " + sinkSecret
-	p.env["AGENT_CONVERSATION_AUTH"] = "conv-auth"
+	p.env[runspec.EnvConversationAuth] = "conv-auth"
 	p.env["conv-auth"] = "X-Conv: " + convSecret
 	p.env["LORE_MCP_AUTH"] = "Bearer " + mcpSecret
-	p.env["AGENT_SINK_RETRY_BASE_MS"] = "10"
+	p.env[sinks.EnvRetryBaseMS] = "10"
 	r := p.run("run")
 	if r.code != 0 {
 		t.Fatalf("exit %d", r.code)

@@ -7,6 +7,8 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +17,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/agentplane/agentplane/libs/service/servicetest"
 	"github.com/agentplane/agentplane/libs/testenv"
 )
 
@@ -39,6 +43,23 @@ func kubectl(t *testing.T, stdin []byte, args ...string) []byte {
 	return out
 }
 
+// overlayWithEveryComponent writes an overlay of the user's own, outside
+// the repository, as the docs show: the base and every component.
+func overlayWithEveryComponent(t *testing.T, deploy string) string {
+	t.Helper()
+	overlay := t.TempDir()
+	rel, err := filepath.Rel(overlay, deploy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(
+		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - "+rel+
+			"\ncomponents:\n  - "+rel+"/components/batch\n  - "+rel+"/components/realtime\n  - "+rel+"/components/omnia\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return overlay
+}
+
 func TestTheInstallRendersAndIsAccepted(t *testing.T) {
 	deploy, err := filepath.Abs("../../deploy")
 	if err != nil {
@@ -56,17 +77,7 @@ func TestTheInstallRendersAndIsAccepted(t *testing.T) {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agentplane-system"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// An overlay of the user's own, outside the repository, as the docs show.
-	overlay := t.TempDir()
-	rel, err := filepath.Rel(overlay, deploy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(
-		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - "+rel+
-			"\ncomponents:\n  - "+rel+"/components/batch\n  - "+rel+"/components/realtime\n  - "+rel+"/components/omnia\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	overlay := overlayWithEveryComponent(t, deploy)
 	cases := []struct {
 		rule, dir string
 		want      []string
@@ -116,5 +127,119 @@ func TestEveryGeneratedCRDIsInstalled(t *testing.T) {
 		if !bytes.Contains(out, []byte("name: "+plural+"."+group+"\n")) {
 			t.Errorf("deploy/kustomization.yaml does not install %s (%s)", plural+"."+group, filepath.Base(f))
 		}
+	}
+}
+
+// deployment is the part of a rendered Deployment this package reads.
+type deployment struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec struct {
+		Template struct {
+			Spec corev1.PodSpec `json:"spec"`
+		} `json:"template"`
+	} `json:"spec"`
+}
+
+// documentedFlags reads the generated flag table of a docs page: flag name
+// → variable. The table is kept equal to the binary's flags by each
+// service's own test, so it stands for the binary here.
+func documentedFlags(t *testing.T, page string) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	i, j := strings.Index(doc, servicetest.BeginMarker), strings.Index(doc, servicetest.EndMarker)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no generated flag table", page)
+	}
+	flags := map[string]string{}
+	for _, line := range strings.Split(doc[i:j], "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`--") {
+			continue
+		}
+		flags[strings.Trim(strings.TrimSpace(cells[1]), "`-")] = strings.Trim(strings.TrimSpace(cells[2]), "`")
+	}
+	return flags
+}
+
+// TestTheInstallSetsOnlyWhatTheBinariesRead: every variable and argument
+// the install gives a binary is one of its flags, so a renamed flag cannot
+// leave a Deployment setting a variable nothing reads any more.
+func TestTheInstallSetsOnlyWhatTheBinariesRead(t *testing.T) {
+	deploy, err := filepath.Abs("../../deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := kubectl(t, nil, "kustomize", overlayWithEveryComponent(t, deploy))
+	rendered := map[string]deployment{}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		var d deployment
+		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if d.Kind == "Deployment" {
+			rendered[d.Metadata.Name] = d
+		}
+	}
+	for _, tc := range []struct{ deployment, container, page string }{
+		{"agent-controller", "controller", "../../docs/agent-controller.md"},
+		{"omnia-controllers", "controllers", "../../docs/omnia-controllers.md"},
+	} {
+		t.Run(tc.deployment, func(t *testing.T) {
+			flags := documentedFlags(t, tc.page)
+			vars := map[string]bool{}
+			for _, v := range flags {
+				vars[v] = true
+			}
+			d, ok := rendered[tc.deployment]
+			if !ok {
+				t.Fatalf("the install renders no Deployment %s", tc.deployment)
+			}
+			found := false
+			for _, c := range d.Spec.Template.Spec.Containers {
+				if c.Name != tc.container {
+					continue
+				}
+				found = true
+				for _, e := range c.Env {
+					if !vars[e.Name] {
+						t.Errorf("the install sets %s, which %s does not read (%s)", e.Name, tc.deployment, tc.page)
+					}
+				}
+				for _, a := range c.Args {
+					name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+					if _, ok := flags[name]; !ok || !strings.HasPrefix(a, "--") {
+						t.Errorf("the install passes %q, which is not a flag of %s", a, tc.deployment)
+					}
+				}
+				for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+					if p == nil || p.HTTPGet == nil {
+						t.Errorf("%s: every probe is an HTTP GET of the probe port", tc.deployment)
+						continue
+					}
+					port := p.HTTPGet.Port.IntValue()
+					for _, cp := range c.Ports {
+						if cp.Name == p.HTTPGet.Port.String() {
+							port = int(cp.ContainerPort)
+						}
+					}
+					if port != 8081 {
+						t.Errorf("%s: %s is probed on port %d, not on --health-probe-bind-address's :8081", tc.deployment, p.HTTPGet.Path, port)
+					}
+				}
+			}
+			if !found {
+				t.Fatalf("Deployment %s has no container %s", tc.deployment, tc.container)
+			}
+		})
 	}
 }

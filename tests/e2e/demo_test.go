@@ -83,6 +83,13 @@ func TestTheDemoScenario(t *testing.T) {
 				t.Errorf("%s = %v, want at least %v", c.series, m[c.series], c.min)
 			}
 		}
+		build := false
+		for series, v := range m {
+			build = build || strings.HasPrefix(series, "agentplane_build_info{") && strings.Contains(series, `service="agent-controller"`) && v == 1
+		}
+		if !build {
+			t.Error("the agent-controller does not export agentplane_build_info")
+		}
 	})
 }
 

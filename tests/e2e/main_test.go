@@ -147,7 +147,7 @@ func startController(ctx context.Context, work string) (func(), error) {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "agent-controller"),
-		"--kubeconfig", kcPath, "--leader-elect=false", "--addr", addr, "--poll-interval", "2s",
+		"--kubeconfig", kcPath, "--leader-elect=false", "--metrics-bind-address", addr, "--health-probe-bind-address", addr, "--poll-interval", "2s",
 		"--supervisor-path", filepath.Join(binDir, "supervisor"), "--nats-url", natsURL, "--log-level", "debug")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {

@@ -127,7 +127,9 @@ func up(ctx context.Context, bin, repo, state string) error {
 	step("starting the agent-controller")
 	natsURL := fmt.Sprintf("nats://127.0.0.1:%d", natsPort)
 	if _, err := spawn(state, "agent-controller", filepath.Join(bin, "agent-controller"), []string{
-		"--kubeconfig", kubeconfig, "--leader-elect=false", "--addr", controllerAddr,
+		"--kubeconfig", kubeconfig, "--leader-elect=false",
+		// One port for /metrics and the probes, as the demo prints it.
+		"--metrics-bind-address", controllerAddr, "--health-probe-bind-address", controllerAddr,
 		"--supervisor-path", filepath.Join(bin, "supervisor"), "--supervisor-image", "agentplane/supervisor:demo",
 		"--nats-url", natsURL, "--poll-interval", "5s",
 	}, nil); err != nil {

@@ -1,23 +1,15 @@
 package config
 
 import (
+	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentplane/agentplane/libs/service/servicetest"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
-func TestDefaultsMatchTheReference(t *testing.T) {
-	c, err := Parse(nil, env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.MaxOutputBytes != 262144 || c.Addr != ":8081" || c.PollInterval != 15*time.Second || !c.LeaderElect ||
-		c.LeaseDuration != 15*time.Second || c.RetryPeriod != 5*time.Second || c.Identity != "agent-controller" {
-		t.Fatalf("defaults: %+v", c)
-	}
-}
 
 func TestRules(t *testing.T) {
 	cases := []struct {
@@ -27,17 +19,60 @@ func TestRules(t *testing.T) {
 		wantErr string
 		check   func(*Config) bool
 	}{
+		{"the defaults are the documented ones", nil, nil, "", func(c *Config) bool {
+			return c.MaxOutputBytes == 262144 && c.MetricsBindAddress == ":8080" && c.HealthProbeBindAddress == ":8081" &&
+				c.PollInterval == 15*time.Second && c.Workers == 4 && c.PageSize == 500 && c.LeaderElection.Enabled &&
+				c.LeaderElection.ID == "agent-controller" && c.LeaderElection.LeaseDuration == 15*time.Second &&
+				c.LeaderElection.RetryPeriod == 5*time.Second && c.Kube.QPS == 500 && c.Kube.Burst == 1000 &&
+				c.SupervisorPath == "/supervisor" && c.BatchPollerAddress == "batch-poller:9090" && c.BatchPoll == time.Minute &&
+				c.ShutdownTimeout == 10*time.Second && c.WatchNamespace == "" && !c.BatchEnabled && !c.RealtimeEnabled
+		}},
+		{"the supervisor image is tagged with the controller's own version", nil, nil, "", func(c *Config) bool {
+			return c.SupervisorImage == DefaultSupervisorImage() && strings.HasPrefix(c.SupervisorImage, "agentplane/supervisor:")
+		}},
+		{"SUPERVISOR_IMAGE sets the supervisor image", nil, map[string]string{"SUPERVISOR_IMAGE": "reg/sup:1"}, "", func(c *Config) bool { return c.SupervisorImage == "reg/sup:1" }},
 		{"MAX_OUTPUT_BYTES must be all digits, and the error names the variable", nil, map[string]string{"MAX_OUTPUT_BYTES": "256k"}, "MAX_OUTPUT_BYTES", nil},
+		{"max-output-bytes must be positive, and the error names the flag and the variable", []string{"--max-output-bytes=0"}, nil, "--max-output-bytes / MAX_OUTPUT_BYTES", nil},
 		{"a flag beats its env fallback", []string{"--max-output-bytes=100"}, map[string]string{"MAX_OUTPUT_BYTES": "5"}, "", func(c *Config) bool { return c.MaxOutputBytes == 100 }},
-		{"HEALTH_PORT sets the listen port", nil, map[string]string{"HEALTH_PORT": "9090"}, "", func(c *Config) bool { return c.Addr == ":9090" }},
-		{"the identity is POD_NAME, then HOSTNAME", nil, map[string]string{"HOSTNAME": "h", "POD_NAME": "p"}, "", func(c *Config) bool { return c.Identity == "p" }},
+		{"WATCH_NAMESPACE limits the controller to one namespace", nil, map[string]string{"WATCH_NAMESPACE": "team-a"}, "", func(c *Config) bool { return c.WatchNamespace == "team-a" }},
+		{"metrics and probes may share one address", []string{"--metrics-bind-address=:9090", "--health-probe-bind-address=:9090"}, nil, "", func(c *Config) bool {
+			return c.MetricsBindAddress == ":9090" && c.HealthProbeBindAddress == ":9090"
+		}},
+		{"the identity is POD_NAME", nil, map[string]string{"POD_NAME": "p"}, "", func(c *Config) bool { return c.Pod.Name == "p" }},
+		{"without POD_NAME the identity is the host name, never empty", nil, nil, "", func(c *Config) bool { return c.Pod.Name != "" }},
+		{"the Lease lives in the pod's namespace", nil, map[string]string{"POD_NAMESPACE": "agentplane-system"}, "", func(c *Config) bool {
+			return c.LeaseNamespace() == "agentplane-system"
+		}},
+		{"the realtime key namespace defaults to the pod's namespace", nil, map[string]string{"POD_NAMESPACE": "agentplane-system"}, "", func(c *Config) bool {
+			return c.RealtimeKeyNamespace == "agentplane-system"
+		}},
+		{"an explicit realtime key namespace wins", []string{"--realtime-key-namespace=keys"}, map[string]string{"POD_NAMESPACE": "agentplane-system"}, "", func(c *Config) bool {
+			return c.RealtimeKeyNamespace == "keys"
+		}},
+		{"booleans parse with strconv.ParseBool: LEADER_ELECT=0 turns leader election off", nil, map[string]string{"LEADER_ELECT": "0"}, "", func(c *Config) bool { return !c.LeaderElection.Enabled }},
+		{"booleans parse with strconv.ParseBool: BATCH_ENABLED=1 turns batch on", nil, map[string]string{"BATCH_ENABLED": "1", "BATCH_POLLER_ADDRESS": "bp:1"}, "", func(c *Config) bool {
+			return c.BatchEnabled && c.BatchPollerAddress == "bp:1"
+		}},
+		{"a malformed boolean is refused by name", nil, map[string]string{"REALTIME_ENABLED": "yes"}, "REALTIME_ENABLED", nil},
 		{"a malformed WORKERS is refused by name", nil, map[string]string{"WORKERS": "many"}, "WORKERS", nil},
-		{"lease timings must nest", []string{"--renew-deadline=20s"}, nil, "retry-period", nil},
-		{"lease timings do not matter without leader election", []string{"--leader-elect=false", "--renew-deadline=20s"}, nil, "", func(c *Config) bool { return !c.LeaderElect }},
+		{"workers must be at least 1", []string{"--workers=0"}, nil, "--workers / WORKERS", nil},
+		{"the poll interval must be at least 1s", nil, map[string]string{"POLL_INTERVAL": "500ms"}, "--poll-interval / POLL_INTERVAL", nil},
+		{"BATCH_POLL_SECONDS may be fractional", nil, map[string]string{"BATCH_POLL_SECONDS": "0.5"}, "", func(c *Config) bool { return c.BatchPoll == 500*time.Millisecond }},
+		{"BATCH_POLL_SECONDS must be positive", nil, map[string]string{"BATCH_POLL_SECONDS": "-1"}, "--batch-poll-seconds / BATCH_POLL_SECONDS", nil},
+		{"the batch timeout unit must be positive", []string{"--batch-timeout-unit=0s"}, nil, "--batch-timeout-unit", nil},
+		{"the batch cleanup backoff must be positive", []string{"--batch-cleanup-backoff=0s"}, nil, "--batch-cleanup-backoff", nil},
+		{"an empty batch-poller address is refused when batch is on", []string{"--batch-enabled", "--batch-poller-address="}, nil, "--batch-poller-address", nil},
+		{"lease timings must nest", []string{"--leader-elect-renew-deadline=20s"}, nil, "leader-elect-retry-period", nil},
+		{"lease timings do not matter without leader election", []string{"--leader-elect=false", "--leader-elect-renew-deadline=20s"}, nil, "", func(c *Config) bool { return !c.LeaderElection.Enabled }},
+		{"an unknown log level is refused by flag and variable", nil, map[string]string{"LOG_LEVEL": "verbose"}, "--log-level / LOG_LEVEL", nil},
+		{"the client rate limit comes from the skeleton", []string{"--kube-api-qps=50", "--kube-api-burst=60"}, nil, "", func(c *Config) bool { return c.Kube.QPS == 50 && c.Kube.Burst == 60 }},
+		{"the old --addr is gone", []string{"--addr=:8081"}, nil, "addr", nil},
+		{"the old --namespace is gone", []string{"--namespace=x"}, nil, "namespace", nil},
+		{"the old --batch-poller-addr is gone", []string{"--batch-poller-addr=x:1"}, nil, "batch-poller-addr", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
-			cfg, err := Parse(c.args, env(c.env))
+			cfg, err := Parse(c.args, env(c.env), io.Discard)
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("got %v, want an error naming %s", err, c.wantErr)
@@ -49,4 +84,11 @@ func TestRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTheDocsListEveryFlag keeps docs/agent-controller.md's flag table
+// generated from the flags (AGENTPLANE_UPDATE_DOCS=1 rewrites it).
+func TestTheDocsListEveryFlag(t *testing.T) {
+	fs, _ := NewFlagSet(env(nil))
+	servicetest.CheckDocTable(t, fs, "../../../../docs/agent-controller.md")
 }

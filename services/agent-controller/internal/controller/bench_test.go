@@ -61,7 +61,8 @@ func startBinary(t *testing.T, ns string) int {
 	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--kubeconfig", kcPath, "--namespace", ns, "--leader-elect=false", "--addr", "127.0.0.1:0", "--log-level", "warn")
+	cmd := exec.Command(bin, "--kubeconfig", kcPath, "--watch-namespace", ns, "--leader-elect=false",
+		"--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0", "--log-level", "warn")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -16,14 +16,12 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/realtime"
+	"github.com/agentplane/agentplane/libs/runspec"
 )
 
-// Mount points of the two emptyDir volumes every run pod gets.
+// The run pod's two emptyDir volumes are mounted at runspec.AgentDir (the
+// supervisor bundle and the agent's HOME) and runspec.WorkspaceDir.
 const (
-	// AgentMount holds the supervisor bundle and is the agent's HOME.
-	AgentMount = "/agent"
-	// WorkspaceMount is where repositories are cloned and the agent works.
-	WorkspaceMount = "/workspace"
 	// ExecModel routes a definition to the exec vendor (tool_config.command).
 	ExecModel = "exec"
 	// TTLSecondsAfterFinished keeps a finished Job (and its pod, log and
@@ -45,10 +43,11 @@ type Config struct {
 	// supervisor bundle.
 	SupervisorImage string
 	// SupervisorPath is the supervisor binary inside that image; the init
-	// container runs "<path> init", which copies the bundle to /agent.
+	// container runs "<path> init", which copies the bundle to
+	// runspec.SupervisorBinary.
 	SupervisorPath string
 	// NATSURL, when set, is where run pods publish their events
-	// (AGENT_NATS_URL); empty leaves NATS out of the run.
+	// (runspec.EnvNATSURL); empty leaves NATS out of the run.
 	NATSURL string
 }
 
@@ -68,9 +67,6 @@ type Input struct {
 // ErrInvalidTemplate wraps every refusal of a Station's pod template, so the
 // reason recorded on the Agent names the Station field at fault.
 var ErrInvalidTemplate = errors.New("invalid Station template")
-
-// SupervisorBinary is where the init container puts the supervisor.
-const SupervisorBinary = AgentMount + "/bin/supervisor"
 
 // Build returns the Job for in, or an error naming what is wrong with the
 // Station or AgentDefinition.
@@ -133,14 +129,14 @@ func Build(in Input) (*batchv1.Job, error) {
 			DefaultMode: ptr.To[int32](0o440),
 		}}})
 	}
-	mounts := []corev1.VolumeMount{{Name: "agent", MountPath: AgentMount}, {Name: "workspace", MountPath: WorkspaceMount}}
+	mounts := []corev1.VolumeMount{{Name: "agent", MountPath: runspec.AgentDir}, {Name: "workspace", MountPath: runspec.WorkspaceDir}}
 
 	for i := range ps.Containers {
 		c := &ps.Containers[i]
 		if c.Name != agentsv1alpha1.AgentContainerName {
 			continue
 		}
-		c.Command = []string{SupervisorBinary, "run"}
+		c.Command = []string{runspec.SupervisorBinary, runspec.CommandRun}
 		c.Args = nil
 		c.Env = env
 		c.EnvFrom = nil
@@ -170,7 +166,7 @@ func Build(in Input) (*batchv1.Job, error) {
 	ps.InitContainers = []corev1.Container{{
 		Name:         "init",
 		Image:        in.Config.SupervisorImage,
-		Command:      []string{in.Config.SupervisorPath, "init"},
+		Command:      []string{in.Config.SupervisorPath, runspec.CommandInit},
 		Env:          env,
 		VolumeMounts: mounts,
 		SecurityContext: &corev1.SecurityContext{

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -132,6 +133,41 @@ func TestJobRules(t *testing.T) {
 	}
 	if spec.Prompt != "fix {issue}" || spec.Parameters["issue"] != "42" || spec.MCPServers[0].HeaderEnv != "LORE_MCP_AUTH" {
 		t.Errorf("run spec: %+v", spec)
+	}
+}
+
+// TestTheSupervisorReadsWhatTheJobSays reads the agent container's
+// environment the way the supervisor does (runspec.Read), so a variable
+// written outside the contract, or under another name, shows up here.
+func TestTheSupervisorReadsWhatTheJobSays(t *testing.T) {
+	in := input()
+	in.Agent.Spec.TargetRepo, in.Agent.Spec.Branch = "o/r", "fix-42"
+	in.Definition.Spec.Output.Select = []agentsv1alpha1.OutputSelector{{Event: agentsv1alpha1.SelectResult}}
+	j, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	literal := map[string]string{}
+	for _, e := range agentContainer(t, j).Env {
+		if e.ValueFrom == nil {
+			literal[e.Name] = e.Value
+		}
+	}
+	literal[runspec.EnvPodName], literal[runspec.EnvPodNamespace] = "agent-job-fix-42-abcde", "team"
+	got := runspec.Read(func(k string) string { return literal[k] })
+	want := runspec.Env{
+		RunSpec: literal[runspec.EnvName], Namespace: "team", Agent: "fix-42", UID: "uid-1", Station: "st", TaskID: "T-1",
+		Model: "claude-opus-5-5", Execution: runspec.ExecutionJob, Workspace: "/workspace", Home: "/agent",
+		Deadline: 30*time.Minute - 10*time.Second, ExitGrace: runspec.DefaultExitGrace, NATSURL: "nats://nats:4222",
+		SinksJSON:  `[{"type":"http","url":"https://hook","headers_secret":"hook-auth"}]`,
+		SelectJSON: `[{"event":"result"}]`, SkillsJSON: "[]", ReposJSON: `[{"name":"r","url":"o/r","token_secret":"gh-token"}]`,
+		ParametersJSON: `{"issue":"42"}`, TargetRepo: "o/r", Branch: "fix-42",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the supervisor reads\n%+v\nwant\n%+v", got, want)
+	}
+	if string(agentsv1alpha1.ExecutionRealtime) != runspec.ExecutionRealtime || string(agentsv1alpha1.ExecutionJob) != runspec.ExecutionJob {
+		t.Error("runspec's execution values are the AgentDefinition's")
 	}
 }
 

@@ -2,8 +2,8 @@ package jobbuild
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -12,19 +12,17 @@ import (
 	"github.com/agentplane/agentplane/libs/vendors"
 )
 
-// Reserved are the environment variables the controller owns. A recipe's
-// resources.env or resources.secrets entry with one of these names is
-// dropped, so a recipe can never redirect a run's sinks, identity or
-// workspace.
-var Reserved = map[string]bool{
-	"AGENT_SINKS": true, "AGENT_REPOS": true, "AGENT_SKILLS": true, "AGENT_SKILLS_SOURCE": true,
-	"AGENT_CONVERSATION_SOURCE": true, "AGENT_CONVERSATION_ID": true, "AGENT_CONVERSATION_PIN": true,
-	"AGENT_CONVERSATION_AUTH": true, "AGENT_SELECT": true, "AGENT_WATCH": true, "WORKSPACE_DIR": true,
-	"AGENT_PARAMETERS": true, "TARGET_REPO": true, "BRANCH_NAME": true, "AGENT_MODEL": true,
-	"AGENT_NAME": true, "STATION_NAME": true, "TASK_ID": true, "POD_NAME": true, "POD_NAMESPACE": true,
-	"AGENT_DEADLINE_MS": true, "HOME": true, "PATH": true, runspec.EnvName: true,
-	"AGENT_NAMESPACE": true, "AGENT_UID": true, "AGENT_EXECUTION": true, "AGENT_NATS_URL": true,
-}
+// Reserved are the environment variables the controller owns
+// (runspec.Reserved). A recipe's resources.env or resources.secrets entry
+// with one of these names is dropped, so a recipe can never redirect a
+// run's sinks, identity or workspace.
+var Reserved = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range runspec.Reserved() {
+		m[n] = true
+	}
+	return m
+}()
 
 // HeaderEnvName is the env var an MCP server's headers_secret is exposed
 // as; the vendors' MCP config refers to it by this name.
@@ -72,7 +70,10 @@ func mustJSON(v any) string {
 }
 
 // runEnv is the agent container's environment, in a fixed order so the pod
-// template (and its hash) is stable for the same inputs.
+// template (and its hash) is stable for the same inputs: the contract the
+// supervisor reads (runspec.Env), the downward API, the secrets the run
+// needs, then the recipe's own variables. The first definition of a name
+// wins, so nothing a recipe names can shadow what comes before it.
 func runEnv(in Input, spec string) []corev1.EnvVar {
 	def := &in.Definition.Spec
 	res, out := resourcesOf(def), outputOf(def)
@@ -84,21 +85,6 @@ func runEnv(in Input, spec string) []corev1.EnvVar {
 			sinks[i].HeadersSecret = ""
 		}
 	}
-	e.literal("AGENT_SINKS", mustJSON(nonNil(sinks)))
-	for _, s := range sinks {
-		if s.Type == agentsv1alpha1.SinkType("http") && s.HeadersSecret != "" {
-			e.secret(s.HeadersSecret, s.HeadersSecret)
-		}
-	}
-	for _, m := range res.MCPServers {
-		if m.HeadersSecret != "" && !Reserved[HeaderEnvName(m.HeadersSecret)] {
-			e.secret(HeaderEnvName(m.HeadersSecret), m.HeadersSecret)
-		}
-	}
-	e.literal("AGENT_REPOS", mustJSON(nonNil(res.Repos)))
-	e.literal("AGENT_SKILLS", mustJSON(nonNil(res.Skills)))
-	e.literal("AGENT_SKILLS_SOURCE", res.SkillsSource)
-
 	conv := agentsv1alpha1.ConversationSpec{}
 	if res.Conversation != nil {
 		conv = *res.Conversation
@@ -111,17 +97,58 @@ func runEnv(in Input, spec string) []corev1.EnvVar {
 	if Reserved[conv.HeadersSecret] {
 		conv.HeadersSecret = ""
 	}
+	run := runspec.Env{
+		RunSpec:            spec,
+		Namespace:          in.Agent.Namespace,
+		Agent:              in.Agent.Name,
+		UID:                string(in.Agent.UID),
+		Station:            in.Station.Name,
+		TaskID:             in.Agent.Spec.TaskID,
+		Model:              in.Model,
+		Execution:          string(def.EffectiveExecution()),
+		Workspace:          runspec.WorkspaceDir,
+		Home:               runspec.AgentDir,
+		Deadline:           time.Duration(in.Station.Spec.DeadlineSeconds())*time.Second - runspec.DeadlineMargin,
+		NATSURL:            in.Config.NATSURL,
+		SinksJSON:          mustJSON(nonNil(sinks)),
+		ConversationSource: conv.Source,
+		ConversationID:     conv.ID,
+		ConversationPin:    conv.Pin,
+		ConversationAuth:   conv.HeadersSecret,
+		SkillsSource:       res.SkillsSource,
+		SkillsJSON:         mustJSON(nonNil(res.Skills)),
+		ReposJSON:          mustJSON(nonNil(res.Repos)),
+		TargetRepo:         in.Agent.Spec.TargetRepo,
+		Branch:             in.Agent.Spec.Branch,
+	}
+	if len(out.Select) > 0 {
+		run.SelectJSON = mustJSON(out.Select)
+	}
+	if len(out.Watch) > 0 {
+		run.WatchJSON = mustJSON(out.Watch)
+	}
+	if len(in.Agent.Spec.Parameters) > 0 {
+		run.ParametersJSON = mustJSON(in.Agent.Spec.Parameters)
+	}
+	for _, v := range run.Vars() {
+		e.literal(v.Name, v.Value)
+	}
+	e.add(corev1.EnvVar{Name: runspec.EnvPodName, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}})
+	e.add(corev1.EnvVar{Name: runspec.EnvPodNamespace, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}})
+
+	for _, s := range sinks {
+		if s.Type == agentsv1alpha1.SinkType("http") && s.HeadersSecret != "" {
+			e.secret(s.HeadersSecret, s.HeadersSecret)
+		}
+	}
+	for _, m := range res.MCPServers {
+		if m.HeadersSecret != "" && !Reserved[HeaderEnvName(m.HeadersSecret)] {
+			e.secret(HeaderEnvName(m.HeadersSecret), m.HeadersSecret)
+		}
+	}
 	if conv.HeadersSecret != "" {
 		e.secret(conv.HeadersSecret, conv.HeadersSecret)
 	}
-	e.literal("AGENT_CONVERSATION_AUTH", conv.HeadersSecret)
-	e.literal("AGENT_CONVERSATION_SOURCE", conv.Source)
-	e.literal("AGENT_CONVERSATION_ID", conv.ID)
-	e.literal("AGENT_CONVERSATION_PIN", conv.Pin)
-	// The supervisor stops the CLI 10 s before the Job's deadline, so it can
-	// report the timeout (exit 124) before the Job controller kills the pod.
-	e.literal("AGENT_DEADLINE_MS", strconv.FormatInt(in.Station.Spec.DeadlineSeconds()*1000-10000, 10))
-
 	firstToken := ""
 	for _, r := range res.Repos {
 		if r.TokenSecret == "" || Reserved[r.TokenSecret] {
@@ -133,37 +160,8 @@ func runEnv(in Input, spec string) []corev1.EnvVar {
 		}
 	}
 	if firstToken != "" {
-		e.secret("GH_TOKEN", firstToken)
+		e.secret(runspec.EnvGitHubToken, firstToken)
 	}
-	if len(out.Select) > 0 {
-		e.literal("AGENT_SELECT", mustJSON(out.Select))
-	}
-	if len(out.Watch) > 0 {
-		e.literal("AGENT_WATCH", mustJSON(out.Watch))
-	}
-	e.literal("WORKSPACE_DIR", WorkspaceMount)
-	if len(in.Agent.Spec.Parameters) > 0 {
-		e.literal("AGENT_PARAMETERS", mustJSON(in.Agent.Spec.Parameters))
-	}
-	if in.Agent.Spec.TargetRepo != "" {
-		e.literal("TARGET_REPO", in.Agent.Spec.TargetRepo)
-	}
-	if in.Agent.Spec.Branch != "" {
-		e.literal("BRANCH_NAME", in.Agent.Spec.Branch)
-	}
-	e.literal("AGENT_MODEL", in.Model)
-	e.literal("AGENT_NAME", in.Agent.Name)
-	e.literal("AGENT_NAMESPACE", in.Agent.Namespace)
-	e.literal("AGENT_UID", string(in.Agent.UID))
-	e.literal("STATION_NAME", in.Station.Name)
-	e.literal("TASK_ID", in.Agent.Spec.TaskID)
-	e.literal("AGENT_EXECUTION", string(def.EffectiveExecution()))
-	e.literal(runspec.EnvName, spec)
-	if in.Config.NATSURL != "" {
-		e.literal("AGENT_NATS_URL", in.Config.NATSURL)
-	}
-	e.add(corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}})
-	e.add(corev1.EnvVar{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}})
 	for _, kv := range in.ExtraEnv {
 		e.literal(kv.Name, kv.Value)
 	}
@@ -177,8 +175,6 @@ func runEnv(in Input, spec string) []corev1.EnvVar {
 			e.secret(s.Name, s.Ref)
 		}
 	}
-	e.literal("HOME", AgentMount)
-	e.literal("PATH", AgentMount+"/bin:"+AgentMount+"/.local/bin:/usr/local/bin:/usr/bin:/bin")
 	return e.vars
 }
 

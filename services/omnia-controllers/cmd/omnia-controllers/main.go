@@ -7,25 +7,26 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"sync/atomic"
+	"time"
 
-	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/agentruntime"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/promptpack"
@@ -36,21 +37,22 @@ import (
 )
 
 func main() {
-	cfg, err := parseConfig(flag.CommandLine, os.Args[1:], envLookup)
+	fs, cfg := newFlagSet(os.Getenv)
+	fs.ParseOrExit(os.Args[1:])
+	log, err := service.NewLogger(name, cfg.LogLevel, os.Stderr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "omnia-controllers:", err)
+		// The flag check has refused a bad level already.
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(2)
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	lr := logr.FromSlogHandler(log.Handler())
-	ctrl.SetLogger(lr)
-	klog.SetLogger(lr)
-	restCfg, err := ctrl.GetConfig()
+	restCfg, err := service.RESTConfig(name, cfg.Kube)
 	if err != nil {
 		log.Error("load kubeconfig", "error", err.Error())
 		os.Exit(1)
 	}
-	if err := run(ctrl.SetupSignalHandler(), cfg, restCfg); err != nil {
+	ctx, stop := service.SignalContext()
+	defer stop()
+	if err := run(ctx, cfg, restCfg); err != nil {
 		log.Error("exiting", "error", err.Error())
 		os.Exit(1)
 	}
@@ -58,24 +60,37 @@ func main() {
 
 // run builds the manager and blocks until ctx ends (SIGTERM), then lets
 // running reconciles finish within the shutdown timeout and releases the
-// Lease so a standby takes over at once.
-func run(ctx context.Context, cfg config, restCfg *rest.Config) error {
+// Lease so a standby takes over at once. /metrics, /healthz and /readyz are
+// served by the skeleton's HTTP server, like every agentplane binary's, from
+// controller-runtime's registry; the manager serves nothing itself.
+func run(ctx context.Context, cfg *config, restCfg *rest.Config) error {
+	log := slog.Default()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, omniav1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return fmt.Errorf("build scheme: %w", err)
 		}
 	}
+	le := cfg.LeaderElection
+	lock, err := leaseLock(cfg, restCfg)
+	if err != nil {
+		return err
+	}
 	timeout := cfg.ShutdownTimeout
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddr},
-		HealthProbeBindAddress:        cfg.ProbeAddr,
-		LeaderElection:                cfg.LeaderElect,
-		LeaderElectionID:              cfg.LeaderElectionID,
-		LeaderElectionNamespace:       cfg.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		GracefulShutdownTimeout:       &timeout,
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		LeaderElection:          le.Enabled,
+		LeaderElectionID:        le.ID,
+		LeaderElectionNamespace: cfg.LeaseNamespace(),
+		// The manager still takes the timings below with its own lock.
+		LeaderElectionResourceLockInterface: lock,
+		LeaseDuration:                       &le.LeaseDuration,
+		RenewDeadline:                       &le.RenewDeadline,
+		RetryPeriod:                         &le.RetryPeriod,
+		LeaderElectionReleaseOnCancel:       true,
+		GracefulShutdownTimeout:             &timeout,
 		// Controller names are unique per process; tests start the manager
 		// more than once in one process.
 		Controller: ctrlconfig.Controller{SkipNameValidation: &cfg.repeatedInProcess},
@@ -127,13 +142,23 @@ func run(ctx context.Context, cfg config, restCfg *rest.Config) error {
 			return fmt.Errorf("set up %s controller: %w", s.name, err)
 		}
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("add healthz: %w", err)
+	// Tests run the manager more than once in one process, on the one
+	// controller-runtime registry.
+	if err := service.RegisterBuildInfo(ctrlmetrics.Registry, name); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+		return fmt.Errorf("register build info: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("caches", cacheSynced(mgr)); err != nil {
-		return fmt.Errorf("add readyz: %w", err)
+	srv := service.NewHTTPServer(log, ctrlmetrics.Registry)
+	srv.AddReadyCheck("caches", cacheSynced(mgr))
+	if err := srv.Start(cfg.Options); err != nil {
+		return err
 	}
-	ctrl.Log.Info("starting", "leaderElection", cfg.LeaderElect, "runtimeImage", cfg.RuntimeImage)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	ctrl.Log.Info("starting", "version", service.Version().Version, "pod", cfg.Pod.Name, "leaderElection", le.Enabled,
+		"runtimeImage", cfg.RuntimeImage, "metrics", cfg.MetricsBindAddress, "probes", cfg.HealthProbeBindAddress)
 	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("run manager: %w", err)
 	}
@@ -141,12 +166,33 @@ func run(ctx context.Context, cfg config, restCfg *rest.Config) error {
 	return nil
 }
 
+// leaseLock is the Lease the manager contends for, held under the pod's
+// name (--pod-name) like every agentplane controller's, rather than
+// controller-runtime's host name and random suffix, so the Lease names the
+// pod that leads. Nil without leader election.
+func leaseLock(cfg *config, restCfg *rest.Config) (resourcelock.Interface, error) {
+	le := cfg.LeaderElection
+	if !le.Enabled {
+		return nil, nil
+	}
+	rc := rest.AddUserAgent(rest.CopyConfig(restCfg), "leader-election")
+	// A hung request must not outlast the renew deadline and cost the
+	// Lease; controller-runtime bounds it the same way.
+	rc.Timeout = max(le.RenewDeadline/2, time.Second)
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("leader-election client: %w", err)
+	}
+	return resourcelock.New(resourcelock.LeasesResourceLock, cfg.LeaseNamespace(), le.ID, kube.CoreV1(), kube.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: cfg.Pod.Name})
+}
+
 // cacheSynced reports ready once the informers have synced, so a rollout
 // of the operator waits for a replica that can actually answer.
-func cacheSynced(mgr manager.Manager) healthz.Checker {
+func cacheSynced(mgr manager.Manager) service.Check {
 	w := &syncWatcher{mgr: mgr}
 	_ = mgr.Add(w)
-	return func(_ *http.Request) error {
+	return func() error {
 		if !w.synced.Load() {
 			return errors.New("informer caches not synced yet")
 		}

@@ -1,51 +1,65 @@
 package main
 
 import (
-	"flag"
 	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/agentplane/agentplane/libs/service/servicetest"
 )
 
 func envOf(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 
-func TestParseConfigDefaults(t *testing.T) {
-	c, err := parseConfig(newFlagSet(), nil, envOf(nil))
-	if err != nil {
-		t.Fatal(err)
+func TestConfigRules(t *testing.T) {
+	cases := []struct {
+		rule    string
+		args    []string
+		env     map[string]string
+		wantErr string
+		check   func(*config) bool
+	}{
+		{"the defaults are controller-runtime's", nil, nil, "", func(c *config) bool {
+			return c.MetricsBindAddress == ":8080" && c.HealthProbeBindAddress == ":8081" && c.LeaderElection.Enabled &&
+				c.LeaderElection.ID == "omnia-controllers.agentplane.dev" && c.ProbeCredentials && c.RuntimePullPolicy == corev1.PullIfNotPresent &&
+				c.LogLevel == "info" && c.ShutdownTimeout == 30*time.Second && c.RuntimeCommand == nil && c.Kube.QPS == 20 && c.Kube.Burst == 30 &&
+				c.RuntimeImage == "ghcr.io/agentplane/omnia-runtime:latest" && c.PrometheusURL == ""
+		}},
+		{"the flag beats the variable, and each variable is the flag's name by the one rule", []string{"--runtime-image=flag:1"},
+			map[string]string{"RUNTIME_IMAGE": "env:1", "LEADER_ELECT": "false", "RUNTIME_COMMAND": "/bin/rt, --serve", "LOG_LEVEL": "debug"}, "",
+			func(c *config) bool {
+				return c.RuntimeImage == "flag:1" && !c.LeaderElection.Enabled && strings.Join(c.RuntimeCommand, " ") == "/bin/rt --serve" && c.LogLevel == "debug"
+			}},
+		{"RUNTIME_IMAGE sets the runtime image", nil, map[string]string{"RUNTIME_IMAGE": "env:1"}, "", func(c *config) bool { return c.RuntimeImage == "env:1" }},
+		{"the old OMNIA_RUNTIME_IMAGE is not read", nil, map[string]string{"OMNIA_RUNTIME_IMAGE": "env:1"}, "", func(c *config) bool { return c.RuntimeImage != "env:1" }},
+		{"SHUTDOWN_TIMEOUT bounds the graceful shutdown", nil, map[string]string{"SHUTDOWN_TIMEOUT": "5s"}, "", func(c *config) bool { return c.ShutdownTimeout == 5*time.Second }},
+		{"the Lease lives in the pod's namespace unless one is given", nil, map[string]string{"POD_NAMESPACE": "agentplane-system"}, "", func(c *config) bool {
+			return c.LeaseNamespace() == "agentplane-system"
+		}},
+		{"booleans parse with strconv.ParseBool", nil, map[string]string{"PROVIDER_CREDENTIAL_PROBE": "0"}, "", func(c *config) bool { return !c.ProbeCredentials }},
+		{"a malformed boolean is refused by name", nil, map[string]string{"LEADER_ELECT": "maybe"}, "LEADER_ELECT", nil},
+		{"an unknown pull policy is refused by flag and variable", nil, map[string]string{"RUNTIME_IMAGE_PULL_POLICY": "Sometimes"}, "--runtime-image-pull-policy / RUNTIME_IMAGE_PULL_POLICY", nil},
+		{"a malformed shutdown timeout is refused by name", nil, map[string]string{"SHUTDOWN_TIMEOUT": "soon"}, "SHUTDOWN_TIMEOUT", nil},
+		{"an unknown log level is refused by flag and variable", nil, map[string]string{"LOG_LEVEL": "loud"}, "--log-level / LOG_LEVEL", nil},
+		{"the old --graceful-shutdown-timeout is gone", []string{"--graceful-shutdown-timeout=5s"}, nil, "graceful-shutdown-timeout", nil},
 	}
-	if c.MetricsAddr != ":8080" || c.ProbeAddr != ":8081" || !c.LeaderElect || !c.ProbeCredentials ||
-		c.RuntimePullPolicy != corev1.PullIfNotPresent || c.LogLevel != slog.LevelInfo || c.ShutdownTimeout != 30*time.Second || c.RuntimeCommand != nil {
-		t.Fatalf("defaults %+v", c)
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			cfg, err := parseConfig(c.args, envOf(c.env), io.Discard)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("got %v, want an error naming %s", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || !c.check(cfg) {
+				t.Fatalf("got %+v, %v", cfg, err)
+			}
+		})
 	}
 }
-
-func TestParseConfigEnvFallbackAndFlagPrecedence(t *testing.T) {
-	c, err := parseConfig(newFlagSet(),
-		[]string{"--runtime-image=flag:1"},
-		envOf(map[string]string{"OMNIA_RUNTIME_IMAGE": "env:1", "LEADER_ELECT": "false", "OMNIA_RUNTIME_COMMAND": "/bin/rt, --serve", "LOG_LEVEL": "debug"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.RuntimeImage != "flag:1" || c.LeaderElect || strings.Join(c.RuntimeCommand, " ") != "/bin/rt --serve" || c.LogLevel != slog.LevelDebug {
-		t.Fatalf("config %+v", c)
-	}
-}
-
-func TestParseConfigErrorsNameTheVariable(t *testing.T) {
-	for envName, val := range map[string]string{"LEADER_ELECT": "maybe", "OMNIA_RUNTIME_IMAGE_PULL_POLICY": "Sometimes", "GRACEFUL_SHUTDOWN_TIMEOUT": "soon", "LOG_LEVEL": "loud"} {
-		_, err := parseConfig(newFlagSet(), nil, envOf(map[string]string{envName: val}))
-		if err == nil || !strings.Contains(err.Error(), envName) {
-			t.Errorf("%s=%s: %v", envName, val, err)
-		}
-	}
-}
-
-func newFlagSet() *flag.FlagSet { return flag.NewFlagSet("t", flag.ContinueOnError) }
 
 // TestNoFlagChangesConcurrency checks seed 003's "no operator flag changes
 // these values" (three AgentRuntime and ToolRegistry workers, one
@@ -53,11 +67,12 @@ func newFlagSet() *flag.FlagSet { return flag.NewFlagSet("t", flag.ContinueOnErr
 // the spellings such a flag usually takes are refused, not silently
 // accepted.
 func TestNoFlagChangesConcurrency(t *testing.T) {
-	for _, o := range options {
-		name := strings.ToLower(o.flag + " " + o.env)
+	fs, _ := newFlagSet(envOf(nil))
+	for _, f := range fs.Flags() {
+		name := strings.ToLower(f.Name + " " + f.Env)
 		for _, word := range []string{"concurren", "worker", "max-reconcile", "parallel"} {
 			if strings.Contains(name, word) {
-				t.Errorf("option %s/%s looks like a worker-count setting", o.flag, o.env)
+				t.Errorf("option %s/%s looks like a worker-count setting", f.Name, f.Env)
 			}
 		}
 	}
@@ -70,9 +85,7 @@ func TestNoFlagChangesConcurrency(t *testing.T) {
 		"--workers=8",
 	} {
 		t.Run(arg, func(t *testing.T) {
-			fs := newFlagSet()
-			fs.SetOutput(io.Discard)
-			if _, err := parseConfig(fs, []string{arg}, envOf(nil)); err == nil {
+			if _, err := parseConfig([]string{arg}, envOf(nil), io.Discard); err == nil {
 				t.Fatalf("%s was accepted", arg)
 			}
 		})
@@ -95,9 +108,9 @@ func TestPrometheusURL(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {
-			c, err := parseConfig(newFlagSet(), nil, envOf(map[string]string{"OMNIA_PROMETHEUS_URL": tc.env}))
+			c, err := parseConfig(nil, envOf(map[string]string{"PROMETHEUS_URL": tc.env}), io.Discard)
 			if !tc.ok {
-				if err == nil || !strings.Contains(err.Error(), "OMNIA_PROMETHEUS_URL") || !strings.Contains(err.Error(), "--prometheus-url") {
+				if err == nil || !strings.Contains(err.Error(), "PROMETHEUS_URL") || !strings.Contains(err.Error(), "--prometheus-url") {
 					t.Fatalf("want a refusal naming the flag and variable, got %v", err)
 				}
 				return
@@ -107,4 +120,11 @@ func TestPrometheusURL(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTheDocsListEveryFlag keeps docs/omnia-controllers.md's flag table
+// generated from the flags (AGENTPLANE_UPDATE_DOCS=1 rewrites it).
+func TestTheDocsListEveryFlag(t *testing.T) {
+	fs, _ := newFlagSet(envOf(nil))
+	servicetest.CheckDocTable(t, fs, "../../../../docs/omnia-controllers.md")
 }

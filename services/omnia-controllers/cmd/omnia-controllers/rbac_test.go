@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -64,15 +64,14 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 		UserName: "system:serviceaccount:" + sysNS + ":omnia-controllers",
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + sysNS, "system:authenticated"},
 	}
-	cfg, err := parseConfig(newFlagSet(), []string{
+	cfg, err := parseConfig([]string{
 		"--metrics-bind-address=" + freeAddr(t), "--health-probe-bind-address=" + freeAddr(t),
-		"--leader-election-namespace=" + sysNS, "--leader-election-id=omnia-rbac-test", "--graceful-shutdown-timeout=5s",
+		"--leader-election-namespace=" + sysNS, "--leader-election-id=omnia-rbac-test", "--shutdown-timeout=5s",
 		"--provider-credential-probe=false",
-	}, func(string) string { return "" })
+	}, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.LogLevel = slog.LevelError
 	cfg.repeatedInProcess = true
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -84,7 +83,7 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 		}
 	}()
 	eventually(t, "readyz as the ServiceAccount (every cache synced)", func() error {
-		code, body, err := httpGet("http://" + cfg.ProbeAddr + "/readyz")
+		code, body, err := httpGet("http://" + cfg.HealthProbeBindAddress + "/readyz")
 		if err != nil || code != http.StatusOK {
 			return fmt.Errorf("%d %s %v", code, body, err)
 		}

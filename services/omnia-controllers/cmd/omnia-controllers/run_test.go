@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -59,19 +58,18 @@ func eventually(t *testing.T, what string, cond func() error) {
 	}
 }
 
-// TestRunWiring starts the whole binary's manager: it takes the Lease,
-// serves /readyz and /metrics, reconciles, and on cancellation (SIGTERM)
+// TestRunWiring starts the whole binary's manager: it takes the Lease under
+// the pod's name, serves /readyz and /metrics (with the build info), reconciles, and on cancellation (SIGTERM)
 // stops cleanly and releases the Lease for a standby.
 func TestRunWiring(t *testing.T) {
 	ns := env.Namespace(t)
-	cfg, err := parseConfig(newFlagSet(), []string{
+	cfg, err := parseConfig([]string{
 		"--metrics-bind-address=" + freeAddr(t), "--health-probe-bind-address=" + freeAddr(t),
-		"--leader-election-namespace=" + ns, "--leader-election-id=omnia-test", "--graceful-shutdown-timeout=5s",
-	}, func(string) string { return "" })
+		"--leader-election-namespace=" + ns, "--leader-election-id=omnia-test", "--shutdown-timeout=5s", "--pod-name=omnia-pod-1",
+	}, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.LogLevel = slog.LevelWarn
 	cfg.repeatedInProcess = true
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -79,7 +77,7 @@ func TestRunWiring(t *testing.T) {
 	defer cancel()
 
 	eventually(t, "readyz", func() error {
-		code, body, err := httpGet("http://" + cfg.ProbeAddr + "/readyz")
+		code, body, err := httpGet("http://" + cfg.HealthProbeBindAddress + "/readyz")
 		if err != nil || code != http.StatusOK {
 			return fmt.Errorf("%d %s %v", code, body, err)
 		}
@@ -101,11 +99,12 @@ func TestRunWiring(t *testing.T) {
 		return nil
 	})
 	lease := &coordinationv1.Lease{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "omnia-test"}, lease); err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "omnia-test"}, lease); err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "omnia-pod-1" {
 		t.Fatalf("lease %+v %v", lease.Spec, err)
 	}
-	code, body, err := httpGet("http://" + cfg.MetricsAddr + "/metrics")
-	if err != nil || code != http.StatusOK || !strings.Contains(body, `controller_runtime_reconcile_total{controller="promptpack"`) {
+	code, body, err := httpGet("http://" + cfg.MetricsBindAddress + "/metrics")
+	if err != nil || code != http.StatusOK || !strings.Contains(body, `controller_runtime_reconcile_total{controller="promptpack"`) ||
+		!strings.Contains(body, `agentplane_build_info{`) || !strings.Contains(body, `service="omnia-controllers"`) {
 		t.Fatalf("metrics: %d %v", code, err)
 	}
 

@@ -29,7 +29,7 @@ type Plan struct {
 
 // Load decodes AGENT_RUN_SPEC and resolves the vendor and invocation.
 func Load(env runenv.Env) (*Plan, error) {
-	spec, err := runspec.Decode(env.Getenv(runspec.EnvName))
+	spec, err := runspec.Decode(env.RunSpec)
 	if err != nil {
 		return nil, err
 	}

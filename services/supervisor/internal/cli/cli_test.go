@@ -23,8 +23,8 @@ func load(t *testing.T, spec *runspec.Spec, env map[string]string) (*Plan, error
 		}
 		env[runspec.EnvName] = s
 	}
-	if env["HOME"] == "" {
-		env["HOME"] = t.TempDir()
+	if env[runspec.EnvHome] == "" {
+		env[runspec.EnvHome] = t.TempDir()
 	}
 	return Load(runenv.Read(func(k string) string { return env[k] }))
 }
@@ -53,7 +53,7 @@ func TestLoad(t *testing.T) {
 			}},
 		{name: "the conversation id and pin resume and fork", vendor: "claude",
 			spec: &runspec.Spec{Model: "claude-x", Prompt: "p"},
-			env:  map[string]string{"AGENT_CONVERSATION_ID": "old", "AGENT_CONVERSATION_PIN": "new"},
+			env:  map[string]string{runspec.EnvConversationID: "old", runspec.EnvConversationPin: "new"},
 			check: func(t *testing.T, argv []string) {
 				j := strings.Join(argv, " ")
 				if !strings.Contains(j, "--resume old --fork-session --session-id new") {
@@ -99,7 +99,7 @@ func TestLoad(t *testing.T) {
 func TestLoadUsesStagedSettingsOnlyWhenPresent(t *testing.T) {
 	home := t.TempDir()
 	spec := &runspec.Spec{Model: "claude-x", Prompt: "p"}
-	p, err := load(t, spec, map[string]string{"HOME": home})
+	p, err := load(t, spec, map[string]string{runspec.EnvHome: home})
 	if err != nil || p.Invocation.SettingsPath != "" {
 		t.Fatalf("settings without a file: %q, %v", p.Invocation.SettingsPath, err)
 	}
@@ -110,7 +110,7 @@ func TestLoadUsesStagedSettingsOnlyWhenPresent(t *testing.T) {
 	if err := os.WriteFile(f, []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if p, _ = load(t, spec, map[string]string{"HOME": home}); p.Invocation.SettingsPath != f {
+	if p, _ = load(t, spec, map[string]string{runspec.EnvHome: home}); p.Invocation.SettingsPath != f {
 		t.Fatalf("settings %q, want %q", p.Invocation.SettingsPath, f)
 	}
 }

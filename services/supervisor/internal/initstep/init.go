@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/sinks"
 	"github.com/agentplane/agentplane/services/supervisor/internal/cli"
 	"github.com/agentplane/agentplane/services/supervisor/internal/emit"
@@ -38,10 +39,6 @@ const (
 	ExitConfig       = 16 // the vendor's config files could not be written
 	ExitChown        = 17 // handing the volumes to the agent's user failed
 )
-
-// BundlePath is the supervisor's place in the agent volume, relative to
-// it; the agent container runs /agent/bin/supervisor.
-const BundlePath = "bin/supervisor"
 
 // Options configures Main.
 type Options struct {
@@ -145,7 +142,7 @@ func (s *steps) bundle(context.Context) *failure {
 	if err != nil {
 		return fail(ExitBundle, "bundle", fmt.Errorf("find own executable: %w", err))
 	}
-	dst := filepath.Join(s.opts.AgentDir, BundlePath)
+	dst := filepath.Join(s.opts.AgentDir, runspec.BundlePath)
 	if err := copyExecutable(self, dst); err != nil {
 		return fail(ExitBundle, "bundle", err)
 	}
@@ -252,7 +249,7 @@ func (s *steps) repos(ctx context.Context) *failure {
 		return nil
 	}
 	env := append(os.Environ(), repos.AliasEnv(list, s.opts.Env.Getenv)...)
-	c := &repos.Cloner{Helper: filepath.Join(s.opts.AgentDir, BundlePath), Env: env, Log: s.log}
+	c := &repos.Cloner{Helper: filepath.Join(s.opts.AgentDir, runspec.BundlePath), Env: env, Log: s.log}
 	for _, r := range list {
 		dest, err := repos.Dest(s.opts.Env.Workspace, r)
 		if err != nil {
@@ -284,7 +281,7 @@ func (s *steps) skills(ctx context.Context) *failure {
 	var names []string
 	if strings.TrimSpace(s.opts.Env.SkillsJSON) != "" {
 		if err := json.Unmarshal([]byte(s.opts.Env.SkillsJSON), &names); err != nil {
-			s.log.Warn("AGENT_SKILLS does not parse; no skills staged", "err", err)
+			s.log.Warn(runspec.EnvSkills+" does not parse; no skills staged", "err", err)
 		}
 	}
 	dir := filepath.Join(home, ".claude", "skills")
@@ -367,7 +364,7 @@ func (s *steps) chown(context.Context) *failure {
 	uid, err1 := strconv.Atoi(uidS)
 	gid, err2 := strconv.Atoi(gidS)
 	if !ok || err1 != nil || err2 != nil {
-		return fail(ExitChown, "chown", fmt.Errorf("--chown %q is not uid:gid", s.opts.Chown))
+		return fail(ExitChown, "chown", fmt.Errorf("--supervisor-chown %q is not uid:gid", s.opts.Chown))
 	}
 	for _, root := range []string{s.opts.AgentDir, s.opts.Env.Home, s.opts.Env.Workspace} {
 		err := filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/agentplane/agentplane/libs/runspec"
 )
 
 // Repo is one resources.repos entry as AGENT_REPOS carries it.
@@ -31,7 +33,7 @@ func Parse(data string) ([]Repo, error) {
 	}
 	var out []Repo
 	if err := json.Unmarshal([]byte(data), &out); err != nil {
-		return nil, fmt.Errorf("AGENT_REPOS: %w", err)
+		return nil, fmt.Errorf("%s: %w", runspec.EnvRepos, err)
 	}
 	return out, nil
 }

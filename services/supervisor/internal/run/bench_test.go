@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/libs/events/eventstest"
+	"github.com/agentplane/agentplane/libs/runspec"
+	"github.com/agentplane/agentplane/libs/sinks"
 	"github.com/agentplane/agentplane/libs/vendors"
 	"github.com/agentplane/agentplane/services/supervisor/internal/emit"
 	"github.com/agentplane/agentplane/services/supervisor/internal/runenv"
@@ -47,11 +49,11 @@ func BenchmarkPipeline(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			env := map[string]string{
-				"AGENT_NAMESPACE": "bench", "AGENT_NAME": "bench", "AGENT_UID": "u-bench",
-				"AGENT_SELECT": `[{"event":"tool_call","tool":"Bash"},{"event":"result"}]`,
+				runspec.EnvAgentNamespace: "bench", runspec.EnvAgentName: "bench", runspec.EnvAgentUID: "u-bench",
+				sinks.EnvSelect: `[{"event":"tool_call","tool":"Bash"},{"event":"result"}]`,
 			}
 			if inflight > 0 {
-				env["NATS_URL"] = eventstest.Start(b).URL()
+				env[runspec.EnvNATSURLOverride] = eventstest.Start(b).URL()
 			}
 			log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 			em := emit.New(emit.Options{Env: runenv.Read(func(k string) string { return env[k] }),

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/sinks"
 	"github.com/agentplane/agentplane/libs/vendors"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
@@ -88,7 +89,7 @@ func Main(opts Options) int {
 		return r.failEarly("", ReasonSpec, ExitUsage, err)
 	}
 	vendor := plan.Vendor.Name()
-	if opts.Env.Execution == "realtime" || plan.Spec.Execution == "realtime" {
+	if opts.Env.Realtime() || plan.Spec.Execution == runspec.ExecutionRealtime {
 		// A realtime run serves prompts on :8090 until its session ends.
 		return r.realtime(plan)
 	}

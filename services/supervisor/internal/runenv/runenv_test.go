@@ -1,38 +1,43 @@
 package runenv
 
 import (
+	"reflect"
 	"testing"
 	"time"
+
+	"github.com/agentplane/agentplane/libs/runspec"
 )
 
-func TestMillis(t *testing.T) {
-	tests := []struct {
-		name, in string
-		want     time.Duration
-	}{
-		{"unset takes the default", "", time.Second},
-		{"garbage takes the default", "soon", time.Second},
-		{"zero takes the default", "0", time.Second},
-		{"negative takes the default", "-5", time.Second},
-		{"a count is milliseconds", "1500", 1500 * time.Millisecond},
-		{"huge values are capped instead of overflowing", "99999999999999999", 365 * 24 * time.Hour},
+// TestReadsWhatTheControllerWrites feeds Read the environment the
+// controller's side of libs/runspec writes, so the supervisor cannot drift
+// from it by reading a variable of its own.
+func TestReadsWhatTheControllerWrites(t *testing.T) {
+	want := runspec.Env{
+		RunSpec: `{"model":"m","prompt":"p"}`, Namespace: "team-a", Agent: "fix-42", UID: "uid-1", Station: "st", TaskID: "T-1",
+		Model: "m", Execution: runspec.ExecutionRealtime, Workspace: "/workspace", Home: "/agent", Deadline: 50 * time.Second,
+		ExitGrace: runspec.DefaultExitGrace, NATSURL: "nats://x", SinksJSON: "[]", ReposJSON: "[]", SkillsJSON: "[]",
+		ConversationSource: "https://store", ConversationID: "sess-1", ConversationAuth: "STORE_AUTH",
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := millis(tt.in, time.Second); got != tt.want {
-				t.Fatalf("millis(%q) = %v, want %v", tt.in, got, tt.want)
-			}
-		})
+	m := map[string]string{}
+	for _, v := range want.Vars() {
+		m[v.Name] = v.Value
+	}
+	e := Read(func(k string) string { return m[k] })
+	if !reflect.DeepEqual(e.Env, want) {
+		t.Fatalf("read\n%+v\nwant\n%+v", e.Env, want)
+	}
+	if !e.Realtime() {
+		t.Error("AGENT_EXECUTION=realtime is a realtime run")
 	}
 }
 
 func TestReadDefaultsAndFallbacks(t *testing.T) {
-	env := map[string]string{"POD_NAMESPACE": "ns", "POD_NAME": "pod-1", "AGENT_NATS_URL": "nats://x"}
+	env := map[string]string{runspec.EnvPodNamespace: "ns", runspec.EnvPodName: "pod-1", runspec.EnvNATSURL: "nats://x"}
 	e := Read(func(k string) string { return env[k] })
 	if e.Namespace != "ns" || e.UID != "pod-1" || e.NATSURL != "nats://x" {
 		t.Fatalf("fallbacks not applied: %+v", e)
 	}
-	if e.Workspace != DefaultWorkspace || e.Home != DefaultAgentDir || e.ExitGrace != DefaultExitGrace || e.Deadline != 0 || e.Execution != "job" {
+	if e.Workspace != runspec.WorkspaceDir || e.Home != runspec.AgentDir || e.ExitGrace != runspec.DefaultExitGrace || e.Deadline != 0 || e.Execution != runspec.ExecutionJob || e.Realtime() {
 		t.Fatalf("defaults not applied: %+v", e)
 	}
 }

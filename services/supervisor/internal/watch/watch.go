@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentplane/agentplane/libs/runspec"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
@@ -41,7 +42,7 @@ func Parse(data string) ([]Entry, error) {
 	}
 	var raw []Entry
 	if err := json.Unmarshal([]byte(data), &raw); err != nil {
-		return nil, fmt.Errorf("AGENT_WATCH: %w", err)
+		return nil, fmt.Errorf("%s: %w", runspec.EnvWatch, err)
 	}
 	out := raw[:0]
 	for _, e := range raw {
