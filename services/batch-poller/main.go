@@ -10,11 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,10 +18,9 @@ import (
 	// APIs are verified against these roots when the system has none.
 	_ "golang.org/x/crypto/x509roots/fallback"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/agentplane/agentplane/libs/events"
+	"github.com/agentplane/agentplane/libs/service"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 
 	"github.com/agentplane/agentplane/services/batch-poller/internal/config"
@@ -37,18 +32,20 @@ import (
 )
 
 func main() {
-	cfg, err := config.Parse(os.Args[1:], os.Getenv)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "batch-poller: %v\n", err)
+	cfg, err := config.Parse(os.Args[1:], os.Getenv, os.Stdout)
+	switch {
+	case errors.Is(err, service.ErrVersion), errors.Is(err, service.ErrHelp):
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "%s: %v\n", config.Name, err)
 		os.Exit(2)
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		level = slog.LevelInfo
+	log, err := service.NewLogger(config.Name, cfg.LogLevel, os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: --log-level / LOG_LEVEL: %v\n", config.Name, err)
+		os.Exit(2)
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	slog.SetDefault(log)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	ctx, stop := service.SignalContext()
 	defer stop()
 	if err := run(ctx, cfg, log); err != nil {
 		log.Error("batch-poller stopped", "error", err)
@@ -56,17 +53,15 @@ func main() {
 	}
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
-	}
-	return rest.InClusterConfig()
-}
+// syncWait bounds the wait for the first list of agent-secrets Secrets;
+// past it the process keeps serving and stays unready, and the kubelet's
+// probes tell the operator.
+const syncWait = 5 * time.Minute
 
 func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
-	rc, err := restConfig(cfg.Kubeconfig)
+	rc, err := service.RESTConfig(config.Name, cfg.Kube)
 	if err != nil {
-		return fmt.Errorf("kubernetes client config: %w", err)
+		return err
 	}
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
@@ -79,7 +74,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if cfg.NATSURL != "" {
 		// Notices are fire and forget; keep reconnecting forever rather
 		// than fail the service when NATS is away.
-		nc, err := nats.Connect(cfg.NATSURL, nats.Name("batch-poller"), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true))
+		nc, err := nats.Connect(cfg.NATSURL, nats.Name(config.Name), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true))
 		if err != nil {
 			return fmt.Errorf("connect to NATS %s: %w", cfg.NATSURL, err)
 		}
@@ -88,6 +83,9 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 
 	m := metrics.New()
+	if err := service.RegisterBuildInfo(m.Registry, config.Name); err != nil {
+		return err
+	}
 	hc := vendor.NewHTTPClient(cfg.PollConcurrency, 2*time.Minute)
 	t := tracker.New([]vendor.Adapter{
 		vendor.NewAnthropic(cfg.AnthropicBaseURL, hc),
@@ -97,33 +95,42 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		Period: cfg.PollPeriod, Concurrency: cfg.PollConcurrency, Publish: publish,
 		DefaultKeyName: keys.DefaultKeyName, Metrics: m, Log: log,
 	})
-	g := server.NewGRPC(server.NewService(t))
+	g, err := server.NewGRPC(log, m.Registry, server.NewService(t))
+	if err != nil {
+		return err
+	}
+	// gRPC health says NOT_SERVING until the key cache has synced, as
+	// /readyz does; calls made before then are answered Unavailable.
+	synced := make(chan struct{})
+	g.NotServingUntil(synced)
+	if err := g.Listen(cfg.GRPCBindAddress); err != nil {
+		return err
+	}
 
-	httpSrv := &http.Server{Addr: cfg.MetricsAddr, Handler: server.HTTPHandler(m, src.Synced), ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := httpSrv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics and health server failed", "addr", cfg.MetricsAddr, "error", err)
-		}
-	}()
+	hs := service.NewHTTPServer(log, m.Registry)
+	server.AddProbes(hs, src.Synced)
+	if err := hs.Start(cfg.Options); err != nil {
+		return err
+	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = httpSrv.Shutdown(sctx)
+		hs.Shutdown(sctx)
 	}()
 
 	go func() {
-		if src.WaitForSync(ctx, 5*time.Minute) {
-			g.SetServing(true)
+		switch {
+		case src.WaitForSync(ctx, syncWait):
+			close(synced)
 			log.Info("agent-secrets cache synced; serving")
+		case ctx.Err() == nil:
+			log.Error("agent-secrets cache not synced; staying unready", "waited", syncWait.String())
 		}
 	}()
 	go t.Run(ctx)
 
-	ln, err := net.Listen("tcp", cfg.GRPCAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.GRPCAddr, err)
-	}
-	log.Info("batch-poller starting", "grpc", ln.Addr().String(), "metrics", cfg.MetricsAddr,
+	log.Info("batch-poller starting", "version", service.Version().Version, "grpc", g.Addr().String(),
+		"metrics", cfg.MetricsBindAddress, "health", cfg.HealthProbeBindAddress,
 		"pollPeriod", cfg.PollPeriod.String(), "nats", cfg.NATSURL != "")
-	return g.Serve(ctx, ln, cfg.ShutdownTimeout)
+	return g.Serve(ctx, cfg.ShutdownTimeout)
 }

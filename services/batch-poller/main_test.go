@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +43,8 @@ func freeAddr(t *testing.T) string {
 }
 
 // TestServiceStartsFromFlagsServesAndStopsOnSignal runs the service as main
-// wires it: flags, kubeconfig, NATS, fakevendor base URLs.
+// wires it: flags, kubeconfig, NATS, fakevendor base URLs, and the
+// metrics and probe listeners apart.
 func TestServiceStartsFromFlagsServesAndStopsOnSignal(t *testing.T) {
 	ns := env.Namespace(t)
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent-secrets"}, StringData: map[string]string{"ANTHROPIC_API_KEY": "k"}}
@@ -68,10 +70,11 @@ func TestServiceStartsFromFlagsServesAndStopsOnSignal(t *testing.T) {
 	if _, err := events.SubscribeBatchNotices(nsrv.Connect(), ns, "", func(ev *eventsv1.RunEvent) { got <- ev }); err != nil {
 		t.Fatal(err)
 	}
-	grpcAddr, metricsAddr := freeAddr(t), freeAddr(t)
-	cfg, err := config.Parse([]string{"--grpc-addr", grpcAddr, "--metrics-addr", metricsAddr, "--kubeconfig", kcPath,
+	grpcAddr, metricsAddr, healthAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	cfg, err := config.Parse([]string{"--grpc-bind-address", grpcAddr, "--metrics-bind-address", metricsAddr,
+		"--health-probe-bind-address", healthAddr, "--kubeconfig", kcPath,
 		"--nats-url", nsrv.URL(), "--anthropic-base-url", base, "--shutdown-timeout", "2s"},
-		func(k string) string { return map[string]string{"BATCH_POLL_SECONDS": "0.1"}[k] })
+		func(k string) string { return map[string]string{"BATCH_POLL_SECONDS": "0.1"}[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +95,20 @@ func TestServiceStartsFromFlagsServesAndStopsOnSignal(t *testing.T) {
 	if !ready {
 		t.Fatal("never became SERVING")
 	}
-	resp, err := http.Get("http://" + metricsAddr + "/readyz")
+	resp, err := http.Get("http://" + healthAddr + "/readyz")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("readyz: %v %v", resp, err)
 	}
 	_ = resp.Body.Close()
+	resp, err = http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("metrics: %v %v", resp, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if !strings.Contains(string(body), `agentplane_build_info{goversion=`) || !strings.Contains(string(body), `service="batch-poller"`) {
+		t.Errorf("metrics lack agentplane_build_info:\n%s", body)
+	}
 
 	c := batchv1.NewBatchServiceClient(conn)
 	run := &batchv1.Run{Namespace: ns, Agent: "a1", Uid: "uid-main"}

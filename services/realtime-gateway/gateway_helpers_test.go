@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -32,11 +31,13 @@ type liveGateway struct {
 }
 
 // startGateway runs a gateway as the platform's ServiceAccount with the
-// given shutdown grace; the test's end stops it.
-func startGateway(t *testing.T, grace time.Duration) *liveGateway {
+// given shutdown timeout; the test's end stops it.
+func startGateway(t *testing.T, shutdownTimeout time.Duration) *liveGateway {
 	t.Helper()
 	rc := platform(t)
-	cfg, err := config.Parse([]string{"--shutdown-grace=" + grace.String(), "--key-secret-namespace=" + gwNamespace, "--dial-timeout=3s"}, func(string) string { return "" })
+	cfg, err := config.Parse([]string{"--shutdown-timeout=" + shutdownTimeout.String(), "--key-secret-namespace=" + gwNamespace,
+		"--dial-timeout=3s", "--grpc-bind-address=127.0.0.1:0", "--metrics-bind-address=127.0.0.1:0",
+		"--health-probe-bind-address=127.0.0.1:0"}, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,17 +50,12 @@ func startGateway(t *testing.T, grace time.Duration) *liveGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	if err := a.Listen(); err != nil {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	g := &liveGateway{t: t, app: a, addr: gl.Addr().String(), stop: stop, served: make(chan error, 1)}
-	go func() { g.served <- a.Serve(ctx, gl, hl) }()
+	g := &liveGateway{t: t, app: a, addr: a.GRPCAddr().String(), stop: stop, served: make(chan error, 1)}
+	go func() { g.served <- a.Serve(ctx) }()
 	t.Cleanup(func() { g.shutdown(time.Minute) })
 	deadline := time.Now().Add(30 * time.Second)
 	for !a.Ready(context.Background()) {

@@ -7,37 +7,31 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/go-logr/logr"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
+	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/services/realtime-gateway/internal/app"
 	"github.com/agentplane/agentplane/services/realtime-gateway/internal/config"
 )
 
 func main() {
-	cfg, err := config.Parse(os.Args[1:], os.Getenv)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "realtime-gateway: %v\n", err)
+	cfg, err := config.Parse(os.Args[1:], os.Getenv, os.Stdout)
+	switch {
+	case errors.Is(err, service.ErrVersion), errors.Is(err, service.ErrHelp):
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "%s: %v\n", config.Name, err)
 		os.Exit(2)
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		level = slog.LevelInfo
+	log, err := service.NewLogger(config.Name, cfg.LogLevel, os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: --log-level / LOG_LEVEL: %v\n", config.Name, err)
+		os.Exit(2)
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	slog.SetDefault(log)
-	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	ctx, stop := service.SignalContext()
 	defer stop()
 	if err := run(ctx, cfg, log); err != nil {
 		log.Error("realtime-gateway stopped", "error", err)
@@ -46,32 +40,20 @@ func main() {
 }
 
 func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
-	var rc *rest.Config
-	var err error
-	if cfg.Kubeconfig != "" {
-		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
-	} else {
-		rc, err = rest.InClusterConfig()
-	}
+	rc, err := service.RESTConfig(config.Name, cfg.Kube)
 	if err != nil {
-		return fmt.Errorf("kubernetes client config: %w", err)
-	}
-	rc.QPS, rc.Burst = float32(cfg.QPS), cfg.Burst
-	grpcLis, err := net.Listen("tcp", cfg.GRPCAddr)
-	if err != nil {
-		return fmt.Errorf("--grpc-addr: %w", err)
-	}
-	httpLis, err := net.Listen("tcp", cfg.MetricsAddr)
-	if err != nil {
-		return fmt.Errorf("--metrics-addr: %w", err)
+		return err
 	}
 	// The watches outlive ctx by the shutdown: in-flight streams still
-	// route and record session ids during the grace.
+	// route and record session ids during the shutdown timeout.
 	watchCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a, err := app.New(watchCtx, cfg, rc, log, nil)
 	if err != nil {
 		return err
 	}
-	return a.Serve(ctx, grpcLis, httpLis)
+	if err := a.Listen(); err != nil {
+		return err
+	}
+	return a.Serve(ctx)
 }

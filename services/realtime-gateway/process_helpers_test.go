@@ -63,9 +63,10 @@ func startGatewayProcess(t *testing.T) *gatewayProcess {
 	if err := clientcmd.WriteToFile(*kc, kcPath); err != nil {
 		t.Fatal(err)
 	}
-	grpcAddr, metricsAddr := closedPort(t), closedPort(t)
-	cmd := exec.Command(gatewayBin, "--kubeconfig", kcPath, "--grpc-addr", grpcAddr, "--metrics-addr", metricsAddr,
-		"--kube-api-qps", "500", "--kube-api-burst", "1000", "--log-level", "warn", "--shutdown-grace", "1s")
+	grpcAddr, metricsAddr, healthAddr := closedPort(t), closedPort(t), closedPort(t)
+	cmd := exec.Command(gatewayBin, "--kubeconfig", kcPath, "--grpc-bind-address", grpcAddr, "--metrics-bind-address", metricsAddr,
+		"--health-probe-bind-address", healthAddr, "--kube-api-qps", "500", "--kube-api-burst", "1000", "--log-level", "warn",
+		"--shutdown-timeout", "1s")
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+gwNamespace)
 	cmd.Stderr = &lockedBuffer{}
 	if err := cmd.Start(); err != nil {
@@ -75,7 +76,7 @@ func startGatewayProcess(t *testing.T) *gatewayProcess {
 	p := &gatewayProcess{cmd: cmd, metricsAddr: metricsAddr}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get("http://" + metricsAddr + "/readyz")
+		resp, err := http.Get("http://" + healthAddr + "/readyz")
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -88,11 +88,11 @@ func (r *rtRun) serve(extraEnv ...string) {
 			r.t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(supervisorBin, "run", "--agent-dir", filepath.Join(r.dir, "agent"))
+	cmd := exec.Command(supervisorBin, "run", "--supervisor-agent-dir", filepath.Join(r.dir, "agent"))
 	cmd.Env = append([]string{
 		"PATH=" + bin + ":" + mockDir + ":/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "WORKSPACE_DIR=" + ws,
 		"AGENT_NAME=" + r.agent.Name, "AGENT_NAMESPACE=" + r.agent.Namespace, "AGENT_UID=" + string(r.agent.UID),
-		"STATION_NAME=chat", "SUPERVISOR_CHOWN=", runspec.EnvName + "=" + spec,
+		"STATION_NAME=chat", "SUPERVISOR_CHOWN=none", runspec.EnvName + "=" + spec,
 		realtime.EnvTokenFile + "=" + tokenFile, realtime.EnvAddr + "=127.0.0.1:0", "AGENT_EXIT_GRACE_MS=1000",
 	}, extraEnv...)
 	r.stderr = &lockedBuffer{}

@@ -80,6 +80,10 @@ func TestSessionOfThreePromptsThroughTheGateway(t *testing.T) {
 	if got := testutil.ToFloat64(g.app.Metrics.SessionsActive); got != 0 {
 		t.Fatalf("realtime_gateway_sessions_active = %v after the turns, want 0", got)
 	}
+	// The skeleton's interceptors count every call, and the build is named.
+	if n, err := testutil.GatherAndCount(g.app.Metrics.Registry, "grpc_server_handled_total", "agentplane_build_info"); err != nil || n < 2 {
+		t.Fatalf("grpc_server_handled_total and agentplane_build_info: %d series, %v", n, err)
+	}
 
 	cl, err := g.client.Close(ctx, &realtimev1.CloseRequest{Agent: ref})
 	if err != nil || cl.GetSessionId() != sessionID || cl.GetTurns() != 3 {

@@ -48,8 +48,9 @@ var (
 	pollerAddr string
 	pollerLog  string
 	// replicas are the running agent-controller processes by identity.
-	replicas    sync.Map
-	replicaLog  = map[string]string{}
+	replicas   sync.Map
+	replicaLog = map[string]string{}
+	// replicaAddr is each replica's --metrics-bind-address.
 	replicaAddr = map[string]string{}
 )
 
@@ -234,10 +235,14 @@ func startPoller(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	healthAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	pollerLog = filepath.Join(work, "batch-poller.log")
 	p, err := startProcess(ctx, pollerLog, filepath.Join(binDir, "batch-poller"),
-		"--grpc-addr", pollerAddr, "--metrics-addr", metricsAddr, "--kubeconfig", kubeconfig,
-		"--poll-seconds", fmt.Sprint(pollPeriod.Seconds()), "--nats-url", natsURL,
+		"--grpc-bind-address", pollerAddr, "--metrics-bind-address", metricsAddr, "--health-probe-bind-address", healthAddr,
+		"--kubeconfig", kubeconfig, "--batch-poll-seconds", fmt.Sprint(pollPeriod.Seconds()), "--nats-url", natsURL,
 		"--anthropic-base-url", vendorURL+"/", "--openai-base-url", vendorURL+"/v1/", "--gemini-base-url", vendorURL+"/")
 	if err != nil {
 		return nil, err
@@ -268,19 +273,24 @@ func waitListening(addr string, p *process) error {
 // startReplica runs one agent-controller replica with the batch component
 // on, contending for the Lease with short timings.
 func startReplica(ctx context.Context, id string) error {
-	addr, err := freeAddr()
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	healthAddr, err := freeAddr()
 	if err != nil {
 		return err
 	}
 	path := filepath.Join(work, "agent-controller-"+id+".log")
 	replicaLog[id] = path
-	replicaAddr[id] = addr
+	replicaAddr[id] = metricsAddr
 	p, err := startProcess(ctx, path, filepath.Join(binDir, "agent-controller"),
-		"--kubeconfig", kubeconfig, "--identity", id, "--lease-namespace", "default",
-		"--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "500ms",
-		"--addr", addr, "--poll-interval", "2s", "--supervisor-path", filepath.Join(binDir, "supervisor"),
+		"--kubeconfig", kubeconfig, "--pod-name", id, "--leader-elect=true", "--leader-election-namespace", "default",
+		"--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s", "--leader-elect-retry-period", "500ms",
+		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", healthAddr,
+		"--poll-interval", "2s", "--supervisor-path", filepath.Join(binDir, "supervisor"),
 		"--nats-url", natsURL, "--log-level", "debug",
-		"--batch-enabled", "--batch-poller-addr", pollerAddr, "--batch-poll-seconds", fmt.Sprint(controllerPoll.Seconds()),
+		"--batch-enabled", "--batch-poller-address", pollerAddr, "--batch-poll-seconds", fmt.Sprint(controllerPoll.Seconds()),
 		"--batch-timeout-unit", timeoutUnit.String(), "--batch-cleanup-backoff", "200ms")
 	if err != nil {
 		return err

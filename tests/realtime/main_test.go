@@ -217,12 +217,17 @@ func freeAddr() (string, error) {
 }
 
 func startController(ctx context.Context) (*process, error) {
-	addr, err := freeAddr()
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	healthAddr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
 	return startProcess(ctx, "agent-controller", filepath.Join(binDir, "agent-controller"),
-		"--kubeconfig", kubeconfig, "--leader-elect=false", "--addr", addr, "--poll-interval", "2s",
+		"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", metricsAddr,
+		"--health-probe-bind-address", healthAddr, "--poll-interval", "2s",
 		"--supervisor-path", filepath.Join(binDir, "supervisor"), "--nats-url", natsURL, "--log-level", "debug",
 		"--realtime-enabled", "--realtime-key-namespace", platformNS)
 }
@@ -236,9 +241,14 @@ func startGateway(ctx context.Context) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
+	healthAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	p, err := startProcess(ctx, "realtime-gateway", filepath.Join(binDir, "realtime-gateway"),
-		"--kubeconfig", kubeconfig, "--grpc-addr", gatewayAddr, "--metrics-addr", metricsAddr,
-		"--key-secret-namespace", platformNS, "--shutdown-grace", "2s", "--log-level", "debug")
+		"--kubeconfig", kubeconfig, "--grpc-bind-address", gatewayAddr, "--metrics-bind-address", metricsAddr,
+		"--health-probe-bind-address", healthAddr, "--key-secret-namespace", platformNS, "--shutdown-timeout", "2s",
+		"--log-level", "debug")
 	if err != nil {
 		return nil, err
 	}

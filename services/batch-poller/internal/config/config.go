@@ -1,22 +1,25 @@
 // Package config reads batch-poller's configuration from flags, each with
-// an environment fallback, and refuses bad values at startup with a message
-// naming the flag and variable.
+// the environment fallback libs/service derives from its name, and refuses
+// bad values at startup with a message naming the flag and variable.
 package config
 
 import (
-	"flag"
 	"fmt"
-	"strconv"
+	"io"
 	"time"
+
+	"github.com/agentplane/agentplane/libs/service"
 )
 
-// Config is batch-poller's configuration; docs/batch-poller.md has the
-// table of flags, variables and defaults.
+// Name is the service's name in logs, metrics and --version.
+const Name = "batch-poller"
+
+// Config is batch-poller's configuration; the flag table in
+// docs/batch-poller.md is generated from newFlagSet.
 type Config struct {
-	// GRPCAddr is where BatchService, health and reflection listen.
-	GRPCAddr string
-	// MetricsAddr is where /metrics, /healthz and /readyz listen.
-	MetricsAddr string
+	// Options are the skeleton's: log level, metrics and probe addresses,
+	// shutdown timeout, Kubernetes client, gRPC address.
+	service.Options
 	// PollPeriod is the least time between two vendor reads of a batch.
 	PollPeriod time.Duration
 	// PollConcurrency bounds background vendor polls in flight.
@@ -28,48 +31,51 @@ type Config struct {
 	AnthropicBaseURL string
 	OpenAIBaseURL    string
 	GeminiBaseURL    string
-	// Kubeconfig reaches the API server; empty is in-cluster config.
-	Kubeconfig string
-	// ShutdownTimeout is how long in-flight calls may finish on SIGTERM.
-	ShutdownTimeout time.Duration
-	// LogLevel is debug, info, warn or error.
-	LogLevel string
 }
 
-// Parse reads args (without the program name) and getenv.
-func Parse(args []string, getenv func(string) string) (*Config, error) {
-	fs := flag.NewFlagSet("batch-poller", flag.ContinueOnError)
-	env := func(name, def string) string {
-		if v := getenv(name); v != "" {
-			return v
-		}
-		return def
-	}
+// maxPollSeconds caps the poll period at a day: a longer one is a typo,
+// and the vendors expire batches within a day anyway.
+const maxPollSeconds = 86400
+
+// newFlagSet registers every flag of batch-poller on a FlagSet reading
+// getenv, with the checks that run after parsing.
+func newFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
+	fs := service.NewFlagSet(Name, getenv)
 	c := &Config{}
-	fs.StringVar(&c.GRPCAddr, "grpc-addr", env("BATCH_GRPC_ADDR", ":9090"), "listen address of the BatchService gRPC server (env BATCH_GRPC_ADDR)")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("BATCH_METRICS_ADDR", ":8080"), "listen address of /metrics, /healthz and /readyz (env BATCH_METRICS_ADDR)")
-	poll := fs.String("poll-seconds", env("BATCH_POLL_SECONDS", "60"), "poll period in seconds, fractions allowed; no batch is read at the vendor more often (env BATCH_POLL_SECONDS)")
-	conc := fs.String("poll-concurrency", env("BATCH_POLL_CONCURRENCY", "32"), "vendor polls in flight at once (env BATCH_POLL_CONCURRENCY)")
-	fs.StringVar(&c.NATSURL, "nats-url", getenv("NATS_URL"), "NATS server for batch completion notices; none when empty (env NATS_URL)")
-	fs.StringVar(&c.AnthropicBaseURL, "anthropic-base-url", getenv("ANTHROPIC_BASE_URL"), "Anthropic API base URL; the SDK default when empty (env ANTHROPIC_BASE_URL)")
-	fs.StringVar(&c.OpenAIBaseURL, "openai-base-url", getenv("OPENAI_BASE_URL"), "OpenAI API base URL, ending in /v1; the SDK default when empty (env OPENAI_BASE_URL)")
-	fs.StringVar(&c.GeminiBaseURL, "gemini-base-url", getenv("GEMINI_BASE_URL"), "Gemini API base URL; the SDK default when empty (env GEMINI_BASE_URL)")
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", getenv("KUBECONFIG"), "kubeconfig file; in-cluster config when empty (env KUBECONFIG)")
-	shutdown := fs.String("shutdown-timeout", env("SHUTDOWN_TIMEOUT", "15s"), "how long in-flight calls may finish after SIGTERM before the server stops (env SHUTDOWN_TIMEOUT)")
-	fs.StringVar(&c.LogLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
-	if err := fs.Parse(args); err != nil {
+	fs.AddServing(&c.Options, service.ServingDefaults{Metrics: ":8080", Health: ":8081", ShutdownTimeout: 15 * time.Second})
+	fs.AddKube(&c.Kube, 50, 100)
+	fs.AddGRPC(&c.GRPCBindAddress, ":9090")
+	var pollSeconds float64
+	fs.Float64Var(&pollSeconds, "batch-poll-seconds", 60,
+		"poll period in seconds, fractions allowed (0.2 in tests); no batch is read at the vendor more than once per period")
+	fs.IntVar(&c.PollConcurrency, "batch-poll-concurrency", 32, "background vendor polls in flight at once")
+	fs.StringVar(&c.NATSURL, "nats-url", "", "NATS server for batch completion notices; none are published when empty")
+	fs.StringVar(&c.AnthropicBaseURL, "anthropic-base-url", "", "Anthropic API base URL; the SDK default (https://api.anthropic.com) when empty")
+	fs.StringVar(&c.OpenAIBaseURL, "openai-base-url", "", "OpenAI API base URL, ending in /v1; the SDK default (https://api.openai.com/v1) when empty")
+	fs.StringVar(&c.GeminiBaseURL, "gemini-base-url", "", "Gemini API base URL; the SDK default when empty")
+	fs.Check(func() error {
+		if !(pollSeconds > 0 && pollSeconds <= maxPollSeconds) {
+			return fmt.Errorf("--batch-poll-seconds / BATCH_POLL_SECONDS must be a number of seconds in (0, %d], got %g", maxPollSeconds, pollSeconds)
+		}
+		c.PollPeriod = time.Duration(pollSeconds * float64(time.Second))
+		return nil
+	})
+	fs.Check(func() error {
+		if c.PollConcurrency < 1 {
+			return fmt.Errorf("--batch-poll-concurrency / BATCH_POLL_CONCURRENCY must be at least 1, got %d", c.PollConcurrency)
+		}
+		return nil
+	})
+	return fs, c
+}
+
+// Parse reads args (without the program name), then getenv for each flag
+// not given. After --version or --help, which it prints to out, it
+// returns service.ErrVersion or service.ErrHelp.
+func Parse(args []string, getenv func(string) string, out io.Writer) (*Config, error) {
+	fs, c := newFlagSet(getenv)
+	if err := fs.Parse(args, out); err != nil {
 		return nil, err
-	}
-	secs, err := strconv.ParseFloat(*poll, 64)
-	if err != nil || secs <= 0 || secs > 86400 {
-		return nil, fmt.Errorf("--poll-seconds / BATCH_POLL_SECONDS must be a number of seconds in (0, 86400], got %q", *poll)
-	}
-	c.PollPeriod = time.Duration(secs * float64(time.Second))
-	if c.PollConcurrency, err = strconv.Atoi(*conc); err != nil || c.PollConcurrency < 1 {
-		return nil, fmt.Errorf("--poll-concurrency / BATCH_POLL_CONCURRENCY must be a whole number of at least 1, got %q", *conc)
-	}
-	if c.ShutdownTimeout, err = time.ParseDuration(*shutdown); err != nil || c.ShutdownTimeout < 0 {
-		return nil, fmt.Errorf("--shutdown-timeout / SHUTDOWN_TIMEOUT must be a duration such as 15s, got %q", *shutdown)
 	}
 	return c, nil
 }

@@ -1,8 +1,14 @@
 package config
 
 import (
+	"bytes"
+	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentplane/agentplane/libs/service"
+	"github.com/agentplane/agentplane/libs/service/servicetest"
 )
 
 func TestParse(t *testing.T) {
@@ -11,34 +17,64 @@ func TestParse(t *testing.T) {
 		args    []string
 		env     map[string]string
 		check   func(*Config) bool
-		wantErr bool
+		wantErr string
 	}{
 		{"defaults follow the documented table", nil, nil, func(c *Config) bool {
-			return c.GRPCAddr == ":9090" && c.MetricsAddr == ":8080" && c.PollPeriod == time.Minute &&
-				c.NATSURL == "" && c.Kubeconfig == "" && c.ShutdownTimeout == 15*time.Second && c.PollConcurrency == 32
-		}, false},
+			return c.GRPCBindAddress == ":9090" && c.MetricsBindAddress == ":8080" && c.HealthProbeBindAddress == ":8081" &&
+				c.PollPeriod == time.Minute && c.NATSURL == "" && c.Kube.Kubeconfig == "" && c.ShutdownTimeout == 15*time.Second &&
+				c.PollConcurrency == 32 && c.Kube.QPS == 50 && c.Kube.Burst == 100 && c.LogLevel == "info"
+		}, ""},
 		{"environment fills what flags leave out", nil, map[string]string{"BATCH_POLL_SECONDS": "0.2", "NATS_URL": "nats://x:4222",
-			"ANTHROPIC_BASE_URL": "http://a", "OPENAI_BASE_URL": "http://o/v1", "GEMINI_BASE_URL": "http://g", "BATCH_GRPC_ADDR": ":1"},
+			"ANTHROPIC_BASE_URL": "http://a", "OPENAI_BASE_URL": "http://o/v1", "GEMINI_BASE_URL": "http://g", "GRPC_BIND_ADDRESS": ":1",
+			"BATCH_POLL_CONCURRENCY": "4", "METRICS_BIND_ADDRESS": ":2", "HEALTH_PROBE_BIND_ADDRESS": ":3", "KUBECONFIG": "/kc"},
 			func(c *Config) bool {
 				return c.PollPeriod == 200*time.Millisecond && c.NATSURL == "nats://x:4222" && c.AnthropicBaseURL == "http://a" &&
-					c.OpenAIBaseURL == "http://o/v1" && c.GeminiBaseURL == "http://g" && c.GRPCAddr == ":1"
-			}, false},
-		{"a flag wins over its variable", []string{"--poll-seconds", "5"}, map[string]string{"BATCH_POLL_SECONDS": "7"},
-			func(c *Config) bool { return c.PollPeriod == 5*time.Second }, false},
-		{"poll seconds must be positive", []string{"--poll-seconds", "0"}, nil, nil, true},
-		{"poll seconds must be a number", nil, map[string]string{"BATCH_POLL_SECONDS": "soon"}, nil, true},
-		{"poll concurrency must be at least one", []string{"--poll-concurrency", "0"}, nil, nil, true},
-		{"shutdown timeout must be a duration", []string{"--shutdown-timeout", "x"}, nil, nil, true},
+					c.OpenAIBaseURL == "http://o/v1" && c.GeminiBaseURL == "http://g" && c.GRPCBindAddress == ":1" &&
+					c.PollConcurrency == 4 && c.MetricsBindAddress == ":2" && c.HealthProbeBindAddress == ":3" && c.Kube.Kubeconfig == "/kc"
+			}, ""},
+		{"a flag wins over its variable", []string{"--batch-poll-seconds", "5"}, map[string]string{"BATCH_POLL_SECONDS": "7"},
+			func(c *Config) bool { return c.PollPeriod == 5*time.Second }, ""},
+		{"poll seconds must be positive", []string{"--batch-poll-seconds", "0"}, nil, nil, "BATCH_POLL_SECONDS"},
+		{"poll seconds are at most a day", []string{"--batch-poll-seconds", "86401"}, nil, nil, "--batch-poll-seconds"},
+		{"poll seconds must be a number", nil, map[string]string{"BATCH_POLL_SECONDS": "soon"}, nil, "BATCH_POLL_SECONDS"},
+		{"poll seconds must not be NaN", []string{"--batch-poll-seconds=NaN"}, nil, nil, "--batch-poll-seconds"},
+		{"poll concurrency must be at least one", []string{"--batch-poll-concurrency", "0"}, nil, nil, "BATCH_POLL_CONCURRENCY"},
+		{"shutdown timeout must be a duration", nil, map[string]string{"SHUTDOWN_TIMEOUT": "x"}, nil, "SHUTDOWN_TIMEOUT"},
+		{"an unknown log level is refused", []string{"--log-level=verbose"}, nil, nil, "--log-level"},
+		{"the old flag names are gone", []string{"--poll-seconds=5"}, nil, nil, "poll-seconds"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Parse(tc.args, func(k string) string { return tc.env[k] })
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
+			c, err := Parse(tc.args, func(k string) string { return tc.env[k] }, &bytes.Buffer{})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one naming %s", err, tc.wantErr)
+				}
+				return
 			}
-			if err == nil && !tc.check(c) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(c) {
 				t.Errorf("config = %+v", c)
 			}
 		})
 	}
+}
+
+func TestVersionPrintsAndStops(t *testing.T) {
+	var out bytes.Buffer
+	if _, err := Parse([]string{"--version"}, func(string) string { return "" }, &out); !errors.Is(err, service.ErrVersion) {
+		t.Fatalf("--version: %v", err)
+	}
+	if !strings.HasPrefix(out.String(), "batch-poller version ") {
+		t.Fatalf("--version printed %q", out.String())
+	}
+}
+
+// TestDocsFlagTable keeps the flag table of docs/batch-poller.md in step
+// with the flags; AGENTPLANE_UPDATE_DOCS=1 rewrites it.
+func TestDocsFlagTable(t *testing.T) {
+	fs, _ := newFlagSet(func(string) string { return "" })
+	servicetest.CheckDocTable(t, fs, "../../../../docs/batch-poller.md")
 }

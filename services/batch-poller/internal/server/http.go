@@ -1,25 +1,19 @@
 package server
 
 import (
-	"net/http"
+	"errors"
 
-	"github.com/agentplane/agentplane/services/batch-poller/internal/metrics"
+	"github.com/agentplane/agentplane/libs/service"
 )
 
-// HTTPHandler serves /metrics, /healthz (the process is up) and /readyz
-// (the API-key cache has synced, so calls can be answered).
-func HTTPHandler(m *metrics.Metrics, ready func() bool) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready() {
-			http.Error(w, "agent-secrets cache not synced", http.StatusServiceUnavailable)
-			return
+// AddProbes adds batch-poller's readiness condition to h: /readyz passes
+// once the API-key cache has synced, since no call can be answered before.
+// /healthz has no condition: the process is up.
+func AddProbes(h *service.HTTPServer, synced func() bool) {
+	h.AddReadyCheck("agent-secrets", func() error {
+		if !synced() {
+			return errors.New("agent-secrets cache not synced")
 		}
-		_, _ = w.Write([]byte("ok\n"))
+		return nil
 	})
-	return mux
 }

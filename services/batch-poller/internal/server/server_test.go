@@ -2,7 +2,7 @@ package server
 
 import (
 	"context"
-	"net"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/libs/vendors"
 	batchv1 "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
@@ -86,14 +87,15 @@ func startStack(t *testing.T, secretData map[string]string) *stack {
 	tr := tracker.New([]vendor.Adapter{vendor.NewAnthropic(base, hc), vendor.NewOpenAI(base+"/v1", hc), vendor.NewGemini(base, hc)},
 		s.src, tracker.Options{Period: period, DefaultKeyName: keys.DefaultKeyName, Metrics: s.m})
 	go tr.Run(ctx)
-	g := NewGRPC(NewService(tr))
-	g.SetServing(true)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	g, err := NewGRPC(slog.New(slog.DiscardHandler), s.m.Registry, NewService(tr))
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { s.done <- g.Serve(ctx, ln, 2*time.Second) }()
-	s.conn, err = grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err := g.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.done <- g.Serve(ctx, 2*time.Second) }()
+	s.conn, err = grpc.NewClient(g.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,20 +205,23 @@ func TestEndToEndOverGRPC(t *testing.T) {
 			t.Errorf("services = %v", r.GetListServicesResponse().GetService())
 		}
 	})
-	t.Run("metrics count the vendor calls and finished batches", func(t *testing.T) {
+	t.Run("metrics count the vendor calls, finished batches and gRPC calls", func(t *testing.T) {
+		h := service.NewHTTPServer(slog.New(slog.DiscardHandler), s.m.Registry)
+		AddProbes(h, s.src.Synced)
 		rec := httptest.NewRecorder()
-		HTTPHandler(s.m, s.src.Synced).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		h.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 		body := rec.Body.String()
 		for _, want := range []string{`batch_poller_vendor_calls_total{op="poll",outcome="ok",provider="anthropic"}`,
 			`batch_poller_batches_finished_total{provider="gemini",state="succeeded"} 1`, "batch_poller_batches_in_flight 0",
-			"batch_poller_vendor_call_seconds_bucket"} {
+			"batch_poller_vendor_call_seconds_bucket",
+			`grpc_server_handled_total{grpc_code="OK",grpc_method="Submit",grpc_service="agentplane.batch.v1.BatchService"`} {
 			if !strings.Contains(body, want) {
 				t.Errorf("metrics lack %s", want)
 			}
 		}
 		for _, path := range []string{"/healthz", "/readyz"} {
 			rec := httptest.NewRecorder()
-			HTTPHandler(s.m, s.src.Synced).ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+			h.Handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
 			if rec.Code != http.StatusOK {
 				t.Errorf("%s = %d", path, rec.Code)
 			}

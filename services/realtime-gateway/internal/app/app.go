@@ -1,21 +1,21 @@
-// Package app assembles the realtime-gateway from its parts and runs it:
-// the gRPC server (PromptService, health, reflection), the HTTP server
-// (/metrics, /healthz, /readyz) and the graceful shutdown.
+// Package app assembles the realtime-gateway from its parts and runs it on
+// the libs/service skeleton: the gRPC server (PromptService, health,
+// reflection, interceptors), the HTTP server (/metrics, /healthz, /readyz)
+// and the graceful shutdown.
 package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/reflection"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/service"
 	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
 	"github.com/agentplane/agentplane/services/realtime-gateway/internal/auth"
 	"github.com/agentplane/agentplane/services/realtime-gateway/internal/config"
@@ -51,8 +52,10 @@ type App struct {
 	pool    *upstream.Pool
 	cache   crcache.Cache
 	key     *key.Source
-	health  *health.Server
-	grpc    *grpc.Server
+	grpc    *service.GRPCServer
+	http    *service.HTTPServer
+	// stopping turns /readyz off once shutdown began.
+	stopping atomic.Bool
 }
 
 // New builds a gateway talking to the cluster through rc. ctx bounds its
@@ -112,20 +115,30 @@ func New(ctx context.Context, cfg *config.Config, rc *rest.Config, log *slog.Log
 		Router: route.New(cache, live), Pods: pool, Key: keys.Key, Session: session.NewPatcher(live), Metrics: m, Log: log,
 	})
 	var opts []grpc.ServerOption
-	if cfg.TLSCert != "" {
-		creds, err := credentials.NewServerTLSFromFile(cfg.TLSCert, cfg.TLSKey)
+	if cfg.TLSCertFile != "" {
+		creds, err := credentials.NewServerTLSFromFile(cfg.TLSCertFile, cfg.TLSPrivateKeyFile)
 		if err != nil {
 			pool.Close()
-			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+			return nil, fmt.Errorf("--tls-cert-file / --tls-private-key-file: %w", err)
 		}
 		opts = append(opts, grpc.Creds(creds))
 	}
-	srv := grpc.NewServer(opts...)
+	if err := service.RegisterBuildInfo(m.Registry, config.Name); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	srv, err := service.NewGRPCServer(log, m.Registry, opts...)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
 	realtimev1.RegisterPromptServiceServer(srv, gw)
-	hs := health.NewServer()
-	healthpb.RegisterHealthServer(srv, hs)
-	reflection.Register(srv)
-	return &App{cfg: cfg, log: log, Metrics: m, gw: gw, pool: pool, cache: cache, key: keys, health: hs, grpc: srv}, nil
+	// Registered now so that Serve's changes of status include it.
+	srv.Health.SetServingStatus(realtimev1.PromptService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	a := &App{cfg: cfg, log: log, Metrics: m, gw: gw, pool: pool, cache: cache, key: keys, grpc: srv,
+		http: service.NewHTTPServer(log, m.Registry)}
+	a.http.AddReadyCheck("informers-and-key", a.readiness)
+	return a, nil
 }
 
 // Ready reports whether the caches are filled and the key is loaded.
@@ -135,48 +148,71 @@ func (a *App) Ready(ctx context.Context) bool {
 	return a.key.Ready() && a.cache.WaitForCacheSync(sctx)
 }
 
-// Serve serves gRPC on grpcLis and HTTP on httpLis until ctx ends, then
-// shuts down: no new calls, in-flight ones get the shutdown grace, streams
-// still open after it end with Unavailable "gateway shutting down".
-func (a *App) Serve(ctx context.Context, grpcLis, httpLis net.Listener) error {
-	hsrv := &http.Server{Handler: a.handler(ctx), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = hsrv.Serve(httpLis) }()
-	served := make(chan error, 1)
-	go func() { served <- a.grpc.Serve(grpcLis) }()
-	a.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	a.health.SetServingStatus(realtimev1.PromptService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	a.log.Info("realtime-gateway serving", "grpc", grpcLis.Addr().String(), "http", httpLis.Addr().String(), "tls", a.cfg.TLSCert != "")
-
-	var err error
-	select {
-	case err = <-served:
-		err = fmt.Errorf("gRPC server: %w", err)
-	case <-ctx.Done():
+// readiness is /readyz: a prompt can be served, and the gateway is not
+// shutting down (so the Service stops sending it new callers).
+func (a *App) readiness() error {
+	switch {
+	case a.stopping.Load():
+		return errors.New("shutting down")
+	case !a.Ready(context.Background()):
+		return errors.New("informer caches not synced or realtime key not loaded")
 	}
-	a.shutdown()
+	return nil
+}
+
+// Listen opens the gRPC listener and starts the HTTP server, so a port
+// already taken fails the process at start.
+func (a *App) Listen() error {
+	if err := a.http.Start(a.cfg.Options); err != nil {
+		return err
+	}
+	if err := a.grpc.Listen(a.cfg.GRPCBindAddress); err != nil {
+		a.http.Shutdown(context.Background())
+		return err
+	}
+	return nil
+}
+
+// GRPCAddr is the gRPC listener's address after Listen.
+func (a *App) GRPCAddr() net.Addr { return a.grpc.Addr() }
+
+// Serve serves until ctx ends, then shuts down: no new calls (health turns
+// NOT_SERVING), in-flight ones get the shutdown timeout, streams still open
+// after it end with Unavailable "gateway shutting down", and whatever has
+// not returned drainWait later is stopped hard.
+func (a *App) Serve(ctx context.Context) error {
+	a.log.Info("realtime-gateway serving", "version", service.Version().Version, "grpc", a.GRPCAddr().String(),
+		"metrics", a.cfg.MetricsBindAddress, "health", a.cfg.HealthProbeBindAddress, "tls", a.cfg.TLSCertFile != "")
+	served := make(chan struct{})
+	go a.drainAfterTimeout(ctx, served)
+	err := a.grpc.Serve(ctx, a.cfg.ShutdownTimeout+drainWait)
+	close(served)
+	if err != nil {
+		err = fmt.Errorf("gRPC server: %w", err)
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = hsrv.Shutdown(sctx)
+	a.http.Shutdown(sctx)
 	a.pool.Close()
 	return err
 }
 
-func (a *App) shutdown() {
-	a.log.Info("shutting down", "grace", a.cfg.ShutdownGrace.String())
-	a.health.Shutdown()
-	stopped := make(chan struct{})
-	go func() { a.grpc.GracefulStop(); close(stopped) }()
+// drainAfterTimeout ends the streams still open once the shutdown timeout
+// has passed, so their callers hear why rather than see the connection
+// drop; the gRPC server's graceful stop then completes.
+func (a *App) drainAfterTimeout(ctx context.Context, served <-chan struct{}) {
 	select {
-	case <-stopped:
+	case <-ctx.Done():
+	case <-served:
 		return
-	case <-time.After(a.cfg.ShutdownGrace):
 	}
-	a.log.Warn("shutdown grace over; ending open streams")
-	a.gw.Drain()
+	a.stopping.Store(true)
+	a.log.Info("shutting down", "timeout", a.cfg.ShutdownTimeout.String())
 	select {
-	case <-stopped:
-	case <-time.After(drainWait):
-		a.grpc.Stop()
-		<-stopped
+	case <-served:
+		return
+	case <-time.After(a.cfg.ShutdownTimeout):
 	}
+	a.log.Warn("shutdown timeout over; ending open streams")
+	a.gw.Drain()
 }

@@ -1,29 +1,33 @@
 // Package config reads the realtime-gateway's configuration from flags,
-// each with an environment fallback, and refuses bad values at startup with
-// a message naming the flag.
+// each with the environment fallback libs/service derives from its name,
+// and refuses bad values at startup with a message naming the flag and
+// variable.
 package config
 
 import (
-	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"time"
+
+	"github.com/agentplane/agentplane/libs/service"
 )
 
-// Config is the realtime-gateway's configuration.
+// Name is the service's name in logs, metrics and --version.
+const Name = "realtime-gateway"
+
+// Config is the realtime-gateway's configuration; the flag table in
+// docs/realtime-gateway.md is generated from newFlagSet.
 type Config struct {
-	// Kubeconfig is used instead of the in-cluster config when set.
-	Kubeconfig string
-	// GRPCAddr serves PromptService, health and reflection.
-	GRPCAddr string
-	// MetricsAddr serves /metrics, /healthz and /readyz.
-	MetricsAddr string
-	// TLSCert and TLSKey, both or neither, make the gRPC port serve TLS.
-	TLSCert, TLSKey string
-	// KeySecretNamespace holds the shared key Secret.
+	// Options are the skeleton's: log level, metrics and probe addresses,
+	// shutdown timeout (how long in-flight streams may run after SIGTERM),
+	// Kubernetes client, pod, gRPC address.
+	service.Options
+	// TLSCertFile and TLSPrivateKeyFile, both or neither, make the gRPC
+	// port serve TLS.
+	TLSCertFile, TLSPrivateKeyFile string
+	// KeySecretNamespace holds the shared key Secret: the flag's value,
+	// else the pod's namespace.
 	KeySecretNamespace string
-	// ShutdownGrace is how long in-flight streams may run after SIGTERM.
-	ShutdownGrace time.Duration
 	// DialTimeout bounds connecting to a run pod.
 	DialTimeout time.Duration
 	// IdleConnTimeout closes a pod connection unused for this long.
@@ -31,66 +35,70 @@ type Config struct {
 	// AuthCacheTTL is how long an accepted token or an allowed access
 	// review is reused; DeniedCacheTTL the same for denied reviews.
 	AuthCacheTTL, DeniedCacheTTL time.Duration
-	// LogLevel is debug, info, warn or error.
-	LogLevel string
-	// QPS and Burst bound the gateway's Kubernetes API requests.
-	QPS   float64
-	Burst int
 }
 
-// Parse reads args (without the program name) and env.
-func Parse(args []string, getenv func(string) string) (*Config, error) {
-	fs := flag.NewFlagSet("realtime-gateway", flag.ContinueOnError)
-	env := func(name, def string) string {
-		if v := getenv(name); v != "" {
-			return v
-		}
-		return def
-	}
+// newFlagSet registers every flag of the gateway on a FlagSet reading
+// getenv, with the checks that run after parsing.
+func newFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
+	fs := service.NewFlagSet(Name, getenv)
 	c := &Config{}
-	var grace, dial, idle, authTTL, deniedTTL string
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", getenv("KUBECONFIG"), "kubeconfig file; in-cluster config when empty (env KUBECONFIG)")
-	fs.StringVar(&c.GRPCAddr, "grpc-addr", env("GATEWAY_GRPC_ADDR", ":9443"), "listen address of PromptService, gRPC health and reflection (env GATEWAY_GRPC_ADDR)")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("GATEWAY_METRICS_ADDR", ":8081"), "listen address of /metrics, /healthz and /readyz (env GATEWAY_METRICS_ADDR)")
-	fs.StringVar(&c.TLSCert, "tls-cert", getenv("GATEWAY_TLS_CERT"), "PEM certificate for the gRPC port; plain TCP when empty (env GATEWAY_TLS_CERT)")
-	fs.StringVar(&c.TLSKey, "tls-key", getenv("GATEWAY_TLS_KEY"), "PEM key of --tls-cert (env GATEWAY_TLS_KEY)")
-	fs.StringVar(&c.KeySecretNamespace, "key-secret-namespace", env("POD_NAMESPACE", "agentplane-system"), "namespace of the agentplane-realtime-key Secret (env POD_NAMESPACE)")
-	fs.StringVar(&grace, "shutdown-grace", env("GATEWAY_SHUTDOWN_GRACE", "30s"), "how long in-flight prompt streams may run after SIGTERM (env GATEWAY_SHUTDOWN_GRACE)")
-	fs.StringVar(&dial, "dial-timeout", env("GATEWAY_DIAL_TIMEOUT", "5s"), "how long connecting to a run pod may take (env GATEWAY_DIAL_TIMEOUT)")
-	fs.StringVar(&idle, "idle-conn-timeout", env("GATEWAY_IDLE_CONN_TIMEOUT", "5m"), "close a run pod connection unused this long (env GATEWAY_IDLE_CONN_TIMEOUT)")
-	fs.StringVar(&authTTL, "auth-cache-ttl", env("GATEWAY_AUTH_CACHE_TTL", "10s"), "reuse an accepted token or an allowed access review this long (env GATEWAY_AUTH_CACHE_TTL)")
-	fs.StringVar(&deniedTTL, "denied-cache-ttl", env("GATEWAY_DENIED_CACHE_TTL", "2s"), "reuse a denied access review this long (env GATEWAY_DENIED_CACHE_TTL)")
-	fs.StringVar(&c.LogLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
-	fs.Float64Var(&c.QPS, "kube-api-qps", 50, "Kubernetes API requests per second")
-	fs.IntVar(&c.Burst, "kube-api-burst", 100, "Kubernetes API request burst")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	for _, d := range []struct {
-		flag, val string
-		out       *time.Duration
-		zeroOK    bool
-	}{
-		{"--shutdown-grace", grace, &c.ShutdownGrace, true},
-		{"--dial-timeout", dial, &c.DialTimeout, false},
-		{"--idle-conn-timeout", idle, &c.IdleConnTimeout, false},
-		{"--auth-cache-ttl", authTTL, &c.AuthCacheTTL, true},
-		{"--denied-cache-ttl", deniedTTL, &c.DeniedCacheTTL, true},
-	} {
-		v, err := time.ParseDuration(d.val)
-		if err != nil || v < 0 || (v == 0 && !d.zeroOK) {
-			return nil, fmt.Errorf("%s: %q is not a positive duration", d.flag, d.val)
+	fs.AddServing(&c.Options, service.ServingDefaults{Metrics: ":8080", Health: ":8081", ShutdownTimeout: 30 * time.Second})
+	fs.AddKube(&c.Kube, 50, 100)
+	fs.AddPod(&c.Pod)
+	fs.AddGRPC(&c.GRPCBindAddress, ":9443")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", "", "PEM certificate of the gRPC port; plain TCP when empty (terminate TLS in front then)")
+	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file")
+	fs.StringVar(&c.KeySecretNamespace, "key-secret-namespace", "", "namespace of the agentplane-realtime-key Secret; the pod's namespace when empty")
+	fs.DurationVar(&c.DialTimeout, "dial-timeout", 5*time.Second, "bound on connecting to a run pod")
+	fs.DurationVar(&c.IdleConnTimeout, "idle-conn-timeout", 5*time.Minute, "close a run pod connection unused this long")
+	fs.DurationVar(&c.AuthCacheTTL, "auth-cache-ttl", 10*time.Second, "reuse an accepted TokenReview or an allowed SubjectAccessReview this long (0: never)")
+	fs.DurationVar(&c.DeniedCacheTTL, "denied-cache-ttl", 2*time.Second, "reuse a denied SubjectAccessReview this long (0: never)")
+	fs.Check(func() error {
+		for _, d := range []struct {
+			flag   string
+			v      time.Duration
+			zeroOK bool
+		}{
+			{"dial-timeout", c.DialTimeout, false},
+			{"idle-conn-timeout", c.IdleConnTimeout, false},
+			{"auth-cache-ttl", c.AuthCacheTTL, true},
+			{"denied-cache-ttl", c.DeniedCacheTTL, true},
+		} {
+			if d.v < 0 || (d.v == 0 && !d.zeroOK) {
+				want := "positive"
+				if d.zeroOK {
+					want = "zero or positive"
+				}
+				return fmt.Errorf("--%s / %s must be %s, got %s", d.flag, service.EnvName(d.flag), want, d.v)
+			}
 		}
-		*d.out = v
-	}
-	if (c.TLSCert == "") != (c.TLSKey == "") {
-		return nil, errors.New("--tls-cert and --tls-key go together")
-	}
-	if c.KeySecretNamespace == "" {
-		return nil, errors.New("--key-secret-namespace: empty")
+		return nil
+	})
+	fs.Check(func() error {
+		if (c.TLSCertFile == "") != (c.TLSPrivateKeyFile == "") {
+			return fmt.Errorf("--tls-cert-file / TLS_CERT_FILE and --tls-private-key-file / TLS_PRIVATE_KEY_FILE go together: set both or neither")
+		}
+		return nil
+	})
+	fs.Check(func() error {
+		if c.KeySecretNamespace == "" {
+			c.KeySecretNamespace = c.Pod.Namespace
+		}
+		if c.KeySecretNamespace == "" {
+			return fmt.Errorf("--key-secret-namespace / KEY_SECRET_NAMESPACE and --pod-namespace / POD_NAMESPACE are both empty")
+		}
+		return nil
+	})
+	return fs, c
+}
+
+// Parse reads args (without the program name), then getenv for each flag
+// not given. After --version or --help, which it prints to out, it
+// returns service.ErrVersion or service.ErrHelp.
+func Parse(args []string, getenv func(string) string, out io.Writer) (*Config, error) {
+	fs, c := newFlagSet(getenv)
+	if err := fs.Parse(args, out); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
