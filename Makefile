@@ -18,6 +18,13 @@ BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 
+# What binaries and images are stamped with. BUILD_DATE is the commit time,
+# not the clock, so two builds of one commit are byte for byte the same.
+VERSION := $(shell cat $(CURDIR)/VERSION)
+REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILD_DATE := $(shell git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T00:00:00Z)
+LDFLAGS := -s -w -buildid= -X github.com/agentplane/agentplane/libs/service.version=$(VERSION) -X github.com/agentplane/agentplane/libs/service.revision=$(REVISION) -X github.com/agentplane/agentplane/libs/service.buildDate=$(BUILD_DATE)
+
 # Every module of go.work, as paths relative to the repository root.
 MODULES := $(shell go list -m -f "{{.Dir}}" | sed "s|^$(CURDIR)/||")
 KUBESTACK := $(TOOLBIN)/kubestack
@@ -52,7 +59,7 @@ test: kube-binaries ## Run unit and integration tests against a real control pla
 	done
 
 .PHONY: generate
-generate: generate-api generate-proto ## Regenerate deepcopy, CRDs and protobuf code.
+generate: generate-api generate-proto helm-crds ## Regenerate deepcopy, CRDs and protobuf code.
 
 .PHONY: generate-api
 generate-api: ## Regenerate deepcopy functions and CRD YAML with controller-gen.
@@ -62,6 +69,11 @@ generate-api: ## Regenerate deepcopy functions and CRD YAML with controller-gen.
 .PHONY: generate-proto
 generate-proto: $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate protobuf Go code with buf.
 	cd proto && PATH="$(TOOLBIN)/plugins:$$PATH" $(BUF) generate
+
+.PHONY: helm-crds
+helm-crds: ## Copy the generated CRDs (deploy/crds) into the agentplane Helm chart.
+	rm -f helm/agentplane/files/crds/*.yaml
+	mkdir -p helm/agentplane/files/crds && cp deploy/crds/*.yaml helm/agentplane/files/crds/
 
 .PHONY: verify-generate
 verify-generate: generate ## Fail when generated files differ from the committed ones.
@@ -116,6 +128,52 @@ kubestack-up: kubestack ## Start etcd, kube-apiserver and kube-controller-manage
 .PHONY: kubestack-down
 kubestack-down: kubestack ## Stop the local control plane and remove its state.
 	@$(KUBESTACK) down
+
+# One image per service and tool, built without a base image by
+# tools/imagebuild (docs/images.md). IMAGE_FLAGS_<name> adds imagebuild flags;
+# IMAGE_FILES_<name> replaces the default `--binary bin/<name>=/<name>`.
+IMAGES_DIR := $(CACHE)/images
+IMAGES_BIN := $(IMAGES_DIR)/bin
+IMAGEBUILD := $(IMAGES_DIR)/tool/imagebuild
+IMAGE_REPO ?= agentplane
+IMAGE_ARCH ?= $(shell go env GOARCH)
+# Exactly the Go of go.work: another compiler gives other binaries, so other digests.
+IMAGE_GOTOOLCHAIN ?= go$(shell sed -n 's/^go //p' $(CURDIR)/go.work)
+# A directory here makes imagebuild also write an OCI layout per image into it.
+IMAGES_OCI ?=
+IMAGES := agent-controller batch-poller realtime-gateway omnia-controllers supervisor fakevendor mockagent
+IMAGE_PKGS := ./services/agent-controller ./services/batch-poller ./services/realtime-gateway \
+  ./services/omnia-controllers/cmd/omnia-controllers ./services/supervisor \
+  ./tools/fakevendor/cmd/fakevendor ./tools/mockagent
+# Every service serves /metrics on 8080 and probes on 8081 (libs/service); two add gRPC.
+IMAGE_FLAGS_agent-controller := --port 8080 --port 8081
+IMAGE_FLAGS_batch-poller := --port 9090 --port 8080 --port 8081
+IMAGE_FLAGS_realtime-gateway := --port 9443 --port 8080 --port 8081
+IMAGE_FLAGS_omnia-controllers := --port 8080 --port 8081
+# fakevendor listens on loopback by default, which a container cannot reach.
+IMAGE_FLAGS_fakevendor := --cmd=--addr=:8089 --port 8089
+# The mock CLIs on PATH under every vendor's name, for a Station's agent container.
+IMAGE_FILES_mockagent := --binary $(IMAGES_BIN)/mockagent=/usr/local/bin/mockagent \
+  $(foreach v,claude codex gemini opencode,--symlink /usr/local/bin/$(v)=mockagent)
+
+.PHONY: images
+images: ## Build an image per service and tool into $(CACHE)/images (docs/images.md); docker load them.
+	@mkdir -p $(IMAGES_BIN) $(dir $(IMAGEBUILD)) && : > $(IMAGES_DIR)/summary.txt
+	@step() { local what=$$1 s e; shift; s=$$(date +%s%N); "$$@"; e=$$(date +%s%N); \
+	  printf '  %-40s %5d.%01ds\n' "$$what" $$(( (e-s)/1000000000 )) $$(( (e-s)/100000000 % 10 )); }; \
+	echo "images $(VERSION) at $(REVISION) ($(BUILD_DATE)), linux/$(IMAGE_ARCH), $(IMAGE_GOTOOLCHAIN)"; \
+	step "go build $(words $(IMAGES)) static binaries" env CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) GOTOOLCHAIN=$(IMAGE_GOTOOLCHAIN) \
+	  go build -trimpath -buildvcs=false -ldflags "$(LDFLAGS)" -o $(IMAGES_BIN)/ $(IMAGE_PKGS); \
+	step "go build tools/imagebuild" env GOTOOLCHAIN=$(IMAGE_GOTOOLCHAIN) go build -trimpath -o $(IMAGEBUILD) ./tools/imagebuild; \
+	$(foreach n,$(IMAGES),step "image $(n)" sh -c '$(IMAGEBUILD) --name $(IMAGE_REPO)/$(n):$(VERSION) \
+	  $(or $(IMAGE_FILES_$(n)),--binary $(IMAGES_BIN)/$(n)=/$(n)) $(IMAGE_FLAGS_$(n)) \
+	  --created $(BUILD_DATE) --version $(VERSION) --revision $(REVISION) --arch $(IMAGE_ARCH) \
+	  --tarball $(IMAGES_DIR)/$(n)-$(VERSION).tar $(if $(IMAGES_OCI),--oci-layout $(IMAGES_OCI)/$(n)) \
+	  >> $(IMAGES_DIR)/summary.txt';) \
+	if command -v docker >/dev/null && docker info >/dev/null 2>&1; then \
+	  step "docker load $(words $(IMAGES)) images" sh -c 'for n in $(IMAGES); do docker load -q -i $(IMAGES_DIR)/$$n-$(VERSION).tar >/dev/null || exit 1; done'; \
+	else echo "  docker does not answer: not loaded (docker load -i $(IMAGES_DIR)/<name>-$(VERSION).tar)"; fi; \
+	echo; printf '%-40s %-71s  %-12s  %9s  %9s\n' IMAGE DIGEST ID SIZE UNPACKED; cat $(IMAGES_DIR)/summary.txt
 
 $(GOLANGCI_LINT):
 	@mkdir -p $(TOOLBIN)/tmp
