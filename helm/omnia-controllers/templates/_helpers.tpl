@@ -1,0 +1,436 @@
+{{/* The value of the app.kubernetes.io/component label. */}}
+{{- define "omnia-controllers.component" -}}
+controller
+{{- end }}
+
+{{/*
+Shared helpers. Every agentplane chart carries this same block, with only
+its own chart name as the prefix (a test in tests/helm keeps the copies
+identical); the lines above it are the chart's own.
+*/}}
+
+{{/* The chart's name, used in the app.kubernetes.io/name label. */}}
+{{- define "omnia-controllers.name" -}}
+{{- .Chart.Name -}}
+{{- end }}
+
+{{/*
+The name of the namespaced objects: the chart's name unless fullnameOverride
+is set. It is not prefixed with the release name, so other charts and the
+docs can reach a Service by a known name (batch-poller.<namespace>.svc);
+one release of each chart per namespace.
+*/}}
+{{- define "omnia-controllers.fullname" -}}
+{{- default .Chart.Name .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end }}
+
+{{/*
+The name of cluster-scoped objects (ClusterRoles and their bindings): the
+release namespace, then the full name, so installs in two namespaces do not
+collide.
+*/}}
+{{- define "omnia-controllers.clusterName" -}}
+{{- printf "%s-%s" .Release.Namespace (include "omnia-controllers.fullname" .) -}}
+{{- end }}
+
+{{- define "omnia-controllers.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "omnia-controllers.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "omnia-controllers.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "omnia-controllers.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: {{ include "omnia-controllers.component" . }}
+app.kubernetes.io/part-of: agentplane
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "omnia-controllers.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "omnia-controllers.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end }}
+
+{{/* repository:tag, the tag defaulting to the chart's appVersion. */}}
+{{- define "omnia-controllers.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end }}
+
+{{/*
+One container argument, "--<name>=<value>", from a list of the flag's name
+and its value; nothing when the value is nil or empty, so that the binary's
+own default applies. Whole numbers (YAML gives them as floats) print
+without a fraction or an exponent.
+*/}}
+{{- define "omnia-controllers.flag" -}}
+{{- $name := index . 0 -}}
+{{- $value := index . 1 -}}
+{{- if kindIs "float64" $value -}}
+{{- if eq $value (floor $value) -}}
+{{- $value = int64 $value -}}
+{{- end -}}
+{{- end -}}
+{{- if not (or (kindIs "invalid" $value) (eq (toString $value) "")) -}}
+{{- printf "--%s=%v" $name $value -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+The container's args as a YAML list: the flags given as a list of
+(name, value) pairs, each rendered by the flag helper above, then extraArgs.
+*/}}
+{{- define "omnia-controllers.args" -}}
+{{- $args := list -}}
+{{- range .flags -}}
+{{- $arg := include "omnia-controllers.flag" . -}}
+{{- if $arg -}}
+{{- $args = append $args $arg -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml (concat $args .root.Values.extraArgs) -}}
+{{- end }}
+
+{{/* The flags every service takes. */}}
+{{- define "omnia-controllers.commonFlags" -}}
+{{- $v := .Values -}}
+{{- toJson (list
+  (list "log-level" $v.logLevel)
+  (list "metrics-bind-address" (printf ":%d" (int $v.ports.metrics)))
+  (list "health-probe-bind-address" (printf ":%d" (int $v.ports.health)))
+  (list "kube-api-qps" $v.kubeApiQps)
+  (list "kube-api-burst" $v.kubeApiBurst)
+  (list "shutdown-timeout" $v.shutdownTimeout)
+) -}}
+{{- end }}
+
+{{/*
+Leader election: the chart always says whether it is on and the Lease's
+name, since the RBAC it renders depends on them; the timings only when set.
+*/}}
+{{- define "omnia-controllers.leaderElectionFlags" -}}
+{{- $le := .Values.leaderElection -}}
+{{- $flags := list (list "leader-elect" $le.enabled) -}}
+{{- if $le.enabled -}}
+{{- $flags = concat $flags (list
+  (list "leader-election-id" $le.id)
+  (list "leader-election-namespace" $le.namespace)
+  (list "leader-elect-lease-duration" $le.leaseDuration)
+  (list "leader-elect-renew-deadline" $le.renewDeadline)
+  (list "leader-elect-retry-period" $le.retryPeriod)
+) -}}
+{{- end -}}
+{{- toJson $flags -}}
+{{- end }}
+
+{{/* The namespace of the leader-election Lease and of its Role. */}}
+{{- define "omnia-controllers.leaseNamespace" -}}
+{{- default .Release.Namespace .Values.leaderElection.namespace -}}
+{{- end }}
+
+{{- define "omnia-controllers.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "omnia-controllers.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+capabilities:
+  drop:
+    - ALL
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/* The pod's name and namespace from the downward API, then extraEnv. */}}
+{{- define "omnia-controllers.env" -}}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "omnia-controllers.probes" -}}
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: health
+  initialDelaySeconds: 5
+  periodSeconds: 15
+  timeoutSeconds: 5
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: health
+  initialDelaySeconds: 3
+  periodSeconds: 10
+  timeoutSeconds: 5
+{{- end }}
+
+{{/*
+The pod template's labels and annotations: podLabels never replace the
+selector labels; podAnnotations may replace the prometheus.io ones.
+*/}}
+{{- define "omnia-controllers.podMetadata" -}}
+{{- $labels := merge (fromYaml (include "omnia-controllers.selectorLabels" .)) (dict "app.kubernetes.io/component" (include "omnia-controllers.component" .) "app.kubernetes.io/part-of" "agentplane") (.Values.podLabels | default dict) -}}
+{{- $annotations := merge (deepCopy (.Values.podAnnotations | default dict)) (dict "prometheus.io/scrape" "true" "prometheus.io/port" (.Values.ports.metrics | int | toString) "prometheus.io/path" "/metrics") -}}
+labels:
+  {{- toYaml $labels | nindent 2 }}
+annotations:
+  {{- toYaml $annotations | nindent 2 }}
+{{- end }}
+
+{{/* imagePullSecrets, nodeSelector, tolerations and affinity, when set. */}}
+{{- define "omnia-controllers.podScheduling" -}}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{- define "omnia-controllers.serviceAccount" -}}
+{{- if .Values.serviceAccount.create }}
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ include "omnia-controllers.serviceAccountName" . }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "omnia-controllers.labels" . | nindent 4 }}
+  {{- with .Values.serviceAccount.annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+automountServiceAccountToken: true
+{{- end }}
+{{- end }}
+
+{{/*
+The Service: the metrics port, and the gRPC port for the charts that have
+one (ports.grpc). service.type and service.annotations apply where the
+chart offers them (realtime-gateway).
+*/}}
+{{- define "omnia-controllers.service" -}}
+{{- $svc := .Values.service | default dict -}}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ include "omnia-controllers.fullname" . }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "omnia-controllers.labels" . | nindent 4 }}
+  {{- with $svc.annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  type: {{ $svc.type | default "ClusterIP" }}
+  selector:
+    {{- include "omnia-controllers.selectorLabels" . | nindent 4 }}
+  ports:
+    {{- if hasKey .Values.ports "grpc" }}
+    - name: grpc
+      port: {{ .Values.ports.grpc }}
+      targetPort: grpc
+      protocol: TCP
+      appProtocol: grpc
+    {{- end }}
+    - name: metrics
+      port: {{ .Values.ports.metrics }}
+      targetPort: metrics
+      protocol: TCP
+{{- end }}
+
+{{/*
+The PodDisruptionBudget: minAvailable when set, else maxUnavailable.
+*/}}
+{{- define "omnia-controllers.podDisruptionBudget" -}}
+{{- $pdb := .Values.podDisruptionBudget -}}
+{{- if $pdb.enabled }}
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ include "omnia-controllers.fullname" . }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "omnia-controllers.labels" . | nindent 4 }}
+spec:
+  selector:
+    matchLabels:
+      {{- include "omnia-controllers.selectorLabels" . | nindent 6 }}
+  {{- if not (kindIs "invalid" $pdb.minAvailable) }}
+  minAvailable: {{ $pdb.minAvailable }}
+  {{- else }}
+  maxUnavailable: {{ $pdb.maxUnavailable | default 1 }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* A Prometheus Operator ServiceMonitor, only when enabled. */}}
+{{- define "omnia-controllers.serviceMonitor" -}}
+{{- $sm := .Values.serviceMonitor -}}
+{{- if $sm.enabled }}
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata:
+  name: {{ include "omnia-controllers.fullname" . }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "omnia-controllers.labels" . | nindent 4 }}
+    {{- with $sm.labels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  selector:
+    matchLabels:
+      {{- include "omnia-controllers.selectorLabels" . | nindent 6 }}
+  namespaceSelector:
+    matchNames:
+      - {{ .Release.Namespace }}
+  endpoints:
+    - port: metrics
+      path: /metrics
+      {{- with $sm.interval }}
+      interval: {{ . }}
+      {{- end }}
+      {{- with $sm.scrapeTimeout }}
+      scrapeTimeout: {{ . }}
+      {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+A NetworkPolicy on ingress, only when enabled: the health port from
+anywhere (kubelet probes), the metrics port from networkPolicy.metricsFrom
+and, where there is one, the gRPC port from networkPolicy.grpcFrom. An
+empty list of peers admits every source. Egress is not restricted.
+*/}}
+{{- define "omnia-controllers.networkPolicy" -}}
+{{- $np := .Values.networkPolicy -}}
+{{- if $np.enabled }}
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: {{ include "omnia-controllers.fullname" . }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "omnia-controllers.labels" . | nindent 4 }}
+spec:
+  podSelector:
+    matchLabels:
+      {{- include "omnia-controllers.selectorLabels" . | nindent 6 }}
+  policyTypes:
+    - Ingress
+  ingress:
+    - ports:
+        - port: health
+          protocol: TCP
+    - ports:
+        - port: metrics
+          protocol: TCP
+      {{- with $np.metricsFrom }}
+      from:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+    {{- if hasKey .Values.ports "grpc" }}
+    - ports:
+        - port: grpc
+          protocol: TCP
+      {{- with $np.grpcFrom }}
+      from:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+    {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+How to launch a first run, for NOTES.txt; the argument is the namespace
+the run goes to. The recipe runs the exec vendor (a shell command printing
+vendor-style event lines), so it needs neither an API key nor a network.
+*/}}
+{{- define "omnia-controllers.firstRun" -}}
+Launch a first run. Create a recipe (an AgentDefinition) and the Station it runs on
+(the same as examples/agents/40-exec-echo.yaml in the repository):
+
+  kubectl -n {{ . }} apply -f - <<'EOF'
+  apiVersion: agents.re-cinq.com/v1alpha1
+  kind: AgentDefinition
+  metadata:
+    name: echo
+  spec:
+    model: exec
+    prompt: "Hello from {who}."
+    tool_config:
+      command:
+        - sh
+        - -c
+        - |
+          printf '{"type":"result","subtype":"success","is_error":false,"result":"%s"}\n' "$1"
+        - echo-agent
+    output:
+      sinks:
+        - type: stdout
+  ---
+  apiVersion: agents.re-cinq.com/v1alpha1
+  kind: Station
+  metadata:
+    name: echo
+  spec:
+    agentDefRef: echo
+    deadlineMinutes: 5
+    template:
+      spec:
+        containers:
+          - name: agent
+            image: busybox:1.37
+  EOF
+
+Then launch an Agent (one run) on that Station, with agentctl:
+
+  agentctl -n {{ . }} run --station echo --param who=me --follow --wait
+
+or with kubectl:
+
+  kubectl -n {{ . }} create -f - <<'EOF'
+  apiVersion: agents.re-cinq.com/v1alpha1
+  kind: Agent
+  metadata:
+    generateName: echo-
+  spec:
+    stationRef: echo
+    parameters:
+      who: me
+  EOF
+  kubectl -n {{ . }} get agents -w      # Pending -> Running -> Succeeded
+{{- end }}
