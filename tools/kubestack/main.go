@@ -10,7 +10,11 @@
 //
 // `up` also starts localnode (pods as local processes) unless
 // --localnode=false; it runs as kubestack itself re-executed with the
-// hidden `localnode` subcommand, which takes localnode's own flags.
+// hidden `localnode` subcommand, which takes localnode's own flags. Its
+// image store defaults to $AGENTPLANE_CACHE/images, where `make images`
+// writes tarballs, so pods naming those images run from them;
+// --pod-network gives pods their own network namespaces and addresses
+// (see docs/localnode.md).
 package main
 
 import (
@@ -21,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -93,6 +98,8 @@ func run(ctx context.Context, cmd string, args []string) error {
 		timeout := fs.Duration("timeout", 90*time.Second, "how long to wait for each component")
 		withNode := fs.Bool("localnode", true, "also start localnode, so pods run as local processes")
 		kubeletPort := fs.Int("kubelet-port", 10250, "localnode's kubelet endpoint port")
+		imageStore := fs.String("image-store", defaultImageStore(), "localnode's image store, directories separated by ':' (env AGENTPLANE_IMAGE_STORE; empty: none): pods whose image is there run from it")
+		podNetwork := fs.Bool("pod-network", os.Getenv("AGENTPLANE_POD_NETWORK") == "1", "give localnode's pods their own network namespaces, IPs, ClusterIPs and DNS (env AGENTPLANE_POD_NETWORK=1)")
 		if err := fs.Parse(args); err != nil {
 			return err
 		}
@@ -102,7 +109,13 @@ func run(ctx context.Context, cmd string, args []string) error {
 			if err != nil {
 				return fmt.Errorf("find kubestack's own binary to run localnode: %w", err)
 			}
-			node = &stack.LocalNode{Command: []string{self, "localnode"}, Port: *kubeletPort}
+			node = &stack.LocalNode{Command: []string{self, "localnode"}, Port: *kubeletPort, PodNetwork: *podNetwork,
+				ImageCache: filepath.Join(testenv.CacheRoot(), "localnode", "rootfs")}
+			for _, d := range strings.Split(*imageStore, ":") {
+				if d != "" {
+					node.ImageStore = append(node.ImageStore, d)
+				}
+			}
 		}
 		opts := buildOptions()
 		if err := build.Ensure(ctx, opts); err != nil {
@@ -159,6 +172,15 @@ stop: make kubestack-down   (or: go run ./tools/kubestack down)
 	default:
 		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
 	}
+}
+
+// defaultImageStore is where `make images` writes image tarballs
+// ($AGENTPLANE_CACHE/images), unless AGENTPLANE_IMAGE_STORE says otherwise.
+func defaultImageStore() string {
+	if v, ok := os.LookupEnv("AGENTPLANE_IMAGE_STORE"); ok {
+		return v
+	}
+	return filepath.Join(testenv.CacheRoot(), "images")
 }
 
 // defaultCRDDir finds deploy/crds of the enclosing repository (the directory

@@ -5,6 +5,12 @@
 //
 //	localnode --kubeconfig ~/.cache/agentplane/stack/kubeconfig --name localnode --state-dir DIR --kubelet-port 10250
 //
+// With --image-store DIRS, a container whose image is a `docker save`
+// tarball or OCI layout in DIRS runs from that image, chrooted into its
+// root filesystem (image mode); --pod-network gives pods network namespaces
+// and addresses of their own, Service ClusterIPs and cluster DNS. See
+// docs/localnode.md.
+//
 // SIGTERM or SIGINT stop it gracefully; container processes keep running for
 // the next start to adopt unless --stop-pods-on-exit is given.
 package main

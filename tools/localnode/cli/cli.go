@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -26,6 +27,10 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	stateDir := fs.String("state-dir", filepath.Join(testenv.CacheRoot(), "localnode"), "pod directories, volumes, logs and pid files")
 	port := fs.Int("kubelet-port", 10250, "HTTPS port of the kubelet log endpoint on 127.0.0.1 (0: any free port)")
 	stopPods := fs.Bool("stop-pods-on-exit", false, "kill every container process on exit instead of leaving them for the next run to adopt")
+	imageStore := fs.String("image-store", "", "image store: directories of `docker save` tarballs and OCI layouts, separated by ':'; a container whose image is there runs from it (chrooted), any other as a host process (empty: none)")
+	imageCache := fs.String("image-cache", "", "directory of unpacked image root filesystems (default <state-dir>/images)")
+	podNetwork := fs.Bool("pod-network", false, "give each pod without hostNetwork its own network namespace and IP, with Service ClusterIPs and cluster DNS")
+	podSubnet := fs.String("pod-subnet", "", "IPv4 subnet of pod addresses with --pod-network (default: a free 10.88.N.0/24)")
 	verbose := fs.Bool("v", false, "log debug details")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -38,10 +43,15 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	n, err := node.Start(ctx, node.Config{
+	ncfg := node.Config{
 		RESTConfig: cfg, Name: *name, StateDir: *stateDir, KubeletPort: *port, LeavePodsRunning: !*stopPods,
+		ImageDirs: splitList(*imageStore), ImageCacheDir: *imageCache,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
-	})
+	}
+	if *podNetwork {
+		ncfg.Network = &node.NetworkConfig{Subnet: *podSubnet}
+	}
+	n, err := node.Start(ctx, ncfg)
 	if err != nil {
 		return err
 	}
@@ -49,4 +59,15 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	<-ctx.Done()
 	n.Stop()
 	return nil
+}
+
+// splitList splits a ':'-separated list of directories, dropping empties.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ":") {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

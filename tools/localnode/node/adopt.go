@@ -33,8 +33,7 @@ func (n *Node) sweepOrphans() {
 			continue
 		}
 		n.log.Info("cleaning up state of a pod that no longer exists", "uid", e.Name())
-		killPodProcesses(filepath.Join(podsRoot(n.cfg.StateDir), e.Name()))
-		_ = os.RemoveAll(filepath.Join(podsRoot(n.cfg.StateDir), e.Name()))
+		n.removePodDir(types.UID(e.Name()))
 	}
 	logDirs, err := os.ReadDir(logsRoot(n.cfg.StateDir))
 	if err != nil {
@@ -73,7 +72,19 @@ func killPodProcesses(podDir string) {
 // removePodState deletes a pod's directory and logs once it is gone from
 // the API.
 func (n *Node) removePodState(uid types.UID, ns, name string) {
-	killPodProcesses(filepath.Join(podsRoot(n.cfg.StateDir), string(uid)))
-	_ = os.RemoveAll(filepath.Join(podsRoot(n.cfg.StateDir), string(uid)))
+	n.removePodDir(uid)
 	_ = os.RemoveAll(podLogDir(n.cfg.StateDir, ns, name, uid))
+}
+
+// removePodDir kills what still runs of a pod, deletes its network
+// namespace and unmounts its container roots before removing its
+// directory, so the removal never reaches through a mount.
+func (n *Node) removePodDir(uid types.UID) {
+	dir := filepath.Join(podsRoot(n.cfg.StateDir), string(uid))
+	killPodProcesses(dir)
+	if n.net != nil {
+		n.net.teardownPod(uid, dir)
+	}
+	unmountUnder(dir)
+	_ = os.RemoveAll(dir)
 }

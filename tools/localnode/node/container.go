@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,7 +43,12 @@ func (w *podWorker) containerLoop(ctx context.Context, pod *corev1.Pod, src *obj
 			if err != nil {
 				// A configuration problem (a missing Secret key, say) may
 				// be fixed later: stay Waiting and retry, as a kubelet does.
-				w.setWaiting(isInit, idx, "CreateContainerConfigError", err.Error())
+				reason := "CreateContainerConfigError"
+				var we *waitingError
+				if errors.As(err, &we) {
+					reason = we.reason
+				}
+				w.setWaiting(isInit, idx, reason, err.Error())
 				w.status.flush()
 				select {
 				case <-ctx.Done():
@@ -76,6 +82,9 @@ func (w *podWorker) containerLoop(ctx context.Context, pod *corev1.Pod, src *obj
 		}
 		w.setTerminated(isInit, idx, in)
 		w.status.flush()
+		// An image-mode instance's writable layer ends with it; the next
+		// run starts from the image again.
+		releaseRoot(in.dir)
 		ok := in.exit.ExitCode == 0
 		if ctx.Err() != nil {
 			return ok
@@ -154,19 +163,37 @@ func (w *podWorker) adoptLatest(container string) (int, *instance) {
 	return latest, in
 }
 
+// waitingError is a start failure with the Waiting reason to show.
+type waitingError struct {
+	reason string
+	err    error
+}
+
+func (e *waitingError) Error() string { return e.err.Error() }
+func (e *waitingError) Unwrap() error { return e.err }
+
 // startInstance resolves the container's environment and mounts and
-// launches it. A container without command ends at once as NoCommand.
+// launches it: from its image when the node's image store holds it
+// (image mode), else as a host process. A host-mode container without
+// command ends at once as NoCommand.
 func (w *podWorker) startInstance(ctx context.Context, pod *corev1.Pod, src *objectSource, c *corev1.Container, restart int) (*instance, error) {
 	logPath := instanceLogPath(w.logDir, c.Name, restart)
 	dir := w.instanceDir(c.Name, restart)
+	img, err := w.n.images.lookup(c.Image)
+	if err != nil {
+		return nil, &waitingError{"ErrImagePull", err}
+	}
+	if img != nil {
+		return w.startFromImage(ctx, pod, src, c, restart, img)
+	}
 	if len(c.Command) == 0 {
 		in := &instance{container: c.Name, restart: restart, dir: dir, logPath: logPath, startedAt: time.Now(), done: make(chan struct{})}
 		in.exit = exitRecord{ExitCode: 127, Reason: reasonNoCommand, FinishedAt: time.Now().UTC(),
-			Message: "localnode runs a container's command and args only, and this container has no command (there is no image entrypoint to fall back to)"}
+			Message: "localnode runs a container's command and args only, and this container has no command (its image is not in the node's image store, so there is no entrypoint to fall back to)"}
 		close(in.done)
 		return in, nil
 	}
-	env, err := w.n.containerEnv(ctx, src, pod, c)
+	env, err := w.n.containerEnv(ctx, src, pod, c, envContext{podIP: w.podIP()})
 	if err != nil {
 		return nil, err
 	}
@@ -174,16 +201,18 @@ func (w *podWorker) startInstance(ctx context.Context, pod *corev1.Pod, src *obj
 	if err != nil {
 		return nil, err
 	}
-	vals := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		vals[k] = v
-	}
 	argv := make([]string, 0, len(c.Command)+len(c.Args))
+	vals := envValues(env)
 	for _, a := range append(append([]string{}, c.Command...), c.Args...) {
 		argv = append(argv, expand(a, vals))
 	}
 	spec := shimSpec{Argv: argv, Env: env, Dir: c.WorkingDir, Mounts: mounts}
+	if ns := w.netNSPath(); ns != "" {
+		// Its own network: its own hosts and resolv.conf and host name,
+		// over the host's in its private mount namespace.
+		spec.NetNS, spec.Hostname = ns, podHostname(pod)
+		spec.Mounts = append(w.etcMounts(), mounts...)
+	}
 	uid, gid := runAs(pod, c)
 	if uid != nil {
 		spec.UID = ptr.To(uint32(*uid))
@@ -191,7 +220,74 @@ func (w *podWorker) startInstance(ctx context.Context, pod *corev1.Pod, src *obj
 	if gid != nil {
 		spec.GID = ptr.To(uint32(*gid))
 	}
-	return launch(dir, logPath, c.Name, restart, spec)
+	return launch(dir, logPath, c.Name, restart, spec, rootSource{})
+}
+
+// startFromImage launches a container in image mode: Kubernetes' rules
+// for command and args over the image's Entrypoint and Cmd, the image's
+// env under the container's, the container's workingDir over the image's,
+// and runAsUser/runAsGroup over the image's User.
+func (w *podWorker) startFromImage(ctx context.Context, pod *corev1.Pod, src *objectSource, c *corev1.Container, restart int, img *storedImage) (*instance, error) {
+	lower, err := w.n.images.rootfs(img)
+	if err != nil {
+		return nil, &waitingError{"ErrImagePull", err}
+	}
+	id, err := resolveIdentity(pod, c, img.config, lower)
+	if err != nil {
+		return nil, err
+	}
+	kubeEnv, err := w.n.containerEnv(ctx, src, pod, c, envContext{defaults: imageEnvDefaults(img.config, id.home), podIP: w.podIP()})
+	if err != nil {
+		return nil, err
+	}
+	argv := imageArgv(c, img.config, envValues(kubeEnv))
+	if len(argv) == 0 {
+		return nil, &waitingError{"CreateContainerError", fmt.Errorf("no command specified: the container has no command and image %s no Entrypoint or Cmd", c.Image)}
+	}
+	mounts, err := w.containerMounts(pod, c)
+	if err != nil {
+		return nil, err
+	}
+	wd := c.WorkingDir
+	if wd == "" {
+		wd = img.config.WorkingDir
+	}
+	spec := shimSpec{
+		Argv: argv, Env: mergeEnv(img.config.Env, kubeEnv), Dir: wd,
+		Mounts: append(w.etcMounts(), mounts...), NetNS: w.netNSPath(),
+		UID: ptr.To(id.uid), GID: ptr.To(id.gid), Groups: id.groups,
+		ReadOnlyRoot: c.SecurityContext != nil && ptr.Deref(c.SecurityContext.ReadOnlyRootFilesystem, false),
+	}
+	if !pod.Spec.HostNetwork {
+		// A hostNetwork pod shares the host's name, as on a kubelet.
+		spec.Hostname = podHostname(pod)
+	}
+	in, err := launch(w.instanceDir(c.Name, restart), instanceLogPath(w.logDir, c.Name, restart), c.Name, restart, spec,
+		rootSource{lower: lower, overlay: w.n.overlay})
+	if err != nil {
+		return nil, err
+	}
+	in.imageID = img.id.String()
+	return in, nil
+}
+
+// podHostname is the host name of a pod's containers: spec.hostname, else
+// the pod's name.
+func podHostname(pod *corev1.Pod) string {
+	if pod.Spec.Hostname != "" {
+		return pod.Spec.Hostname
+	}
+	return pod.Name
+}
+
+// envValues maps a KEY=value list for $(VAR) expansion.
+func envValues(env []string) map[string]string {
+	vals := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vals[k] = v
+	}
+	return vals
 }
 
 // containerID names an instance in container statuses.

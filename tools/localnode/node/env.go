@@ -59,10 +59,20 @@ func (s *objectSource) configMap(ctx context.Context, name string, optional *boo
 	return o, nil
 }
 
+// envContext is what a container's environment depends on beyond its
+// spec.
+type envContext struct {
+	// defaults are set first (KEY=value); nil means host mode's PATH and
+	// HOME. Image mode passes only what the image's own env lacks.
+	defaults []string
+	// podIP answers status.podIP.
+	podIP string
+}
+
 // containerEnv resolves a container's environment as a kubelet does:
 // defaults, then envFrom, then env in order, expanding $(VAR) references to
 // variables defined before.
-func (n *Node) containerEnv(ctx context.Context, src *objectSource, pod *corev1.Pod, c *corev1.Container) ([]string, error) {
+func (n *Node) containerEnv(ctx context.Context, src *objectSource, pod *corev1.Pod, c *corev1.Container, ec envContext) ([]string, error) {
 	var order []string
 	vals := map[string]string{}
 	set := func(k, v string) {
@@ -71,15 +81,21 @@ func (n *Node) containerEnv(ctx context.Context, src *objectSource, pod *corev1.
 		}
 		vals[k] = v
 	}
-	set("PATH", defaultPath)
-	set("HOSTNAME", pod.Name)
-	home := "/root"
-	if uid, _ := runAs(pod, c); uid != nil && *uid != 0 {
-		home = "/"
+	if ec.defaults == nil {
+		home := "/root"
+		if uid, _ := runAs(pod, c); uid != nil && *uid != 0 {
+			home = "/"
+		}
+		ec.defaults = []string{"PATH=" + defaultPath, "HOME=" + home}
 	}
-	set("HOME", home)
-	// In-cluster clients reach the API server directly: there is no
-	// service proxy on a local node.
+	for _, kv := range ec.defaults {
+		k, v, _ := strings.Cut(kv, "=")
+		set(k, v)
+	}
+	set("HOSTNAME", pod.Name)
+	// In-cluster clients reach the API server at its own address: with a
+	// pod network namespace, localnode forwards that loopback address
+	// into the pod (see apiproxy.go), so its serving certificate matches.
 	set("KUBERNETES_SERVICE_HOST", n.apiHost)
 	set("KUBERNETES_SERVICE_PORT", n.apiPort)
 	set("KUBERNETES_SERVICE_PORT_HTTPS", n.apiPort)
@@ -112,7 +128,7 @@ func (n *Node) containerEnv(ctx context.Context, src *objectSource, pod *corev1.
 			set(e.Name, expand(e.Value, vals))
 			continue
 		}
-		v, ok, err := n.envValueFrom(ctx, src, pod, c, e.ValueFrom)
+		v, ok, err := n.envValueFrom(ctx, src, pod, c, e.ValueFrom, ec.podIP)
 		if err != nil {
 			return nil, fmt.Errorf("env %s: %w", e.Name, err)
 		}
@@ -129,7 +145,7 @@ func (n *Node) containerEnv(ctx context.Context, src *objectSource, pod *corev1.
 
 // envValueFrom resolves one valueFrom; ok is false for an optional key that
 // is absent.
-func (n *Node) envValueFrom(ctx context.Context, src *objectSource, pod *corev1.Pod, c *corev1.Container, from *corev1.EnvVarSource) (string, bool, error) {
+func (n *Node) envValueFrom(ctx context.Context, src *objectSource, pod *corev1.Pod, c *corev1.Container, from *corev1.EnvVarSource, podIP string) (string, bool, error) {
 	switch {
 	case from.SecretKeyRef != nil:
 		r := from.SecretKeyRef
@@ -162,7 +178,7 @@ func (n *Node) envValueFrom(ctx context.Context, src *objectSource, pod *corev1.
 		}
 		return "", false, fmt.Errorf("configmap %q has no key %q", r.Name, r.Key)
 	case from.FieldRef != nil:
-		v, err := fieldValue(pod, from.FieldRef.FieldPath)
+		v, err := fieldValue(pod, from.FieldRef.FieldPath, podIP)
 		return v, err == nil, err
 	case from.ResourceFieldRef != nil:
 		v, err := n.resourceValue(pod, c, from.ResourceFieldRef)
@@ -171,8 +187,9 @@ func (n *Node) envValueFrom(ctx context.Context, src *objectSource, pod *corev1.
 	return "", false, fmt.Errorf("unsupported valueFrom source")
 }
 
-// fieldValue resolves a downward-API field path.
-func fieldValue(pod *corev1.Pod, path string) (string, error) {
+// fieldValue resolves a downward-API field path; podIP is the pod's
+// address on this node.
+func fieldValue(pod *corev1.Pod, path, podIP string) (string, error) {
 	if k, ok := subscript(path, "metadata.labels"); ok {
 		return pod.Labels[k], nil
 	}
@@ -194,8 +211,10 @@ func fieldValue(pod *corev1.Pod, path string) (string, error) {
 		return pod.Spec.NodeName, nil
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs":
+	case "status.hostIP", "status.hostIPs":
 		return hostIP, nil
+	case "status.podIP", "status.podIPs":
+		return podIP, nil
 	}
 	return "", fmt.Errorf("unsupported fieldRef %q", path)
 }

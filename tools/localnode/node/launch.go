@@ -23,6 +23,9 @@ type instance struct {
 	logPath   string
 	pid       int
 	startedAt time.Time
+	// imageID is the config digest of the image it runs from (image
+	// mode), for the container status.
+	imageID string
 	// done closes once the process has ended and exit is set.
 	done chan struct{}
 	exit exitRecord
@@ -38,16 +41,34 @@ const (
 	stderrPipe = "stderr.fifo"
 )
 
+// rootSource is where an image-mode container's root comes from: the
+// image's unpacked rootfs (lower), under an overlay or copied. A zero
+// rootSource is host mode.
+type rootSource struct {
+	lower   string
+	overlay bool
+}
+
 // launch starts a container instance through the shim. Its stdout and
 // stderr are FIFOs the shim holds open read-write, so the process never
 // gets SIGPIPE while no localnode reads them; the node pumps them into the
 // log file.
-func launch(dir, logPath, container string, restart int, spec shimSpec) (*instance, error) {
+func launch(dir, logPath, container string, restart int, spec shimSpec, root rootSource) (*instance, error) {
+	// An attempt that never started may have left a mounted root.
+	unmountUnder(dir)
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("clear instance dir %s: %w", dir, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create instance dir %s: %w", dir, err)
+	}
+	if root.lower != "" {
+		r, err := prepareRoot(root.lower, dir, root.overlay)
+		if err != nil {
+			releaseRoot(dir)
+			return nil, err
+		}
+		spec.Root = r
 	}
 	spec.ExitFile = filepath.Join(dir, exitFile)
 	spec.PgidFile = filepath.Join(dir, pgidFile)

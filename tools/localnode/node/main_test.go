@@ -53,5 +53,6 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer shared.Stop()
+	defer stopImageNode()
 	return m.Run()
 }

@@ -1,8 +1,8 @@
 // Package node runs pods as local processes: it registers a Node with a
 // Kubernetes API server, binds pending pods that fit it, runs their
-// containers as processes on the host (the host's root filesystem stands in
-// for every image), reports their status and serves their logs on a
-// kubelet-style HTTPS endpoint so that `pods/log` and `kubectl logs` work.
+// containers as processes on the host, reports their status and serves
+// their logs on a kubelet-style HTTPS endpoint so that `pods/log` and
+// `kubectl logs` work.
 //
 //	n, err := node.Start(ctx, node.Config{RESTConfig: cfg, Name: "localnode", StateDir: dir})
 //	defer n.Stop()
@@ -16,18 +16,38 @@
 // package's init function, so any binary that imports this package — the
 // localnode command, kubestack, or a `go test` binary — serves as its own
 // shim with no extra wiring. Container processes need root (mount
-// namespaces); runAsUser and runAsGroup are applied after the mounts. A
-// mount point missing on the host is created there (an empty directory or
-// file) before the bind mount, since a bind mount needs one.
+// namespaces); runAsUser and runAsGroup are applied after the mounts.
 //
-// Only command+args are run: there is no image, hence no image entrypoint
-// or default command. A container without `command` terminates at once
-// with exit code 127 and reason NoCommand, and the restart policy applies
-// (with Never, the pod fails).
+// A container runs in one of two modes:
 //
+//   - Image mode, when Config.ImageDirs holds its image (a `docker save`
+//     tarball or an OCI layout; nothing is pulled): the image is unpacked
+//     once per digest, and the command runs chrooted into an overlay of it,
+//     with /proc, a minimal /dev, the pod's /etc/hosts and /etc/resolv.conf
+//     and its volumes mounted inside, as the image's user unless the
+//     securityContext says otherwise, with Kubernetes' rules for
+//     command/args over Entrypoint/Cmd and for env and workingDir.
+//   - Host mode, for any other image: the host's root filesystem stands in
+//     for the image, and only command+args are run. A mount point missing
+//     on the host is created there before the bind mount. A container
+//     without `command` terminates at once with exit code 127 and reason
+//     NoCommand, and the restart policy applies.
+//
+// With Config.Network, pods without hostNetwork get network namespaces and
+// addresses of their own on a bridge the host reaches, Service ClusterIPs
+// (forwarded in user space) and cluster DNS (see podnet.go); without it
+// every pod shares the host's network at 127.0.0.1. Projected
+// ServiceAccount tokens are requested bound to the pod and refreshed
+// before they expire; in-cluster clients reach the API server at its own
+// address (see apiproxy.go).
+//
+// Image mode is not isolation: there are no user, PID or cgroup
+// namespaces, so a root container can reach the host through /proc.
 // Not modelled: resource limits (no cgroups, so no OOMKilled), startup
 // probes, gRPC probes, exec/attach/port-forward, updates of
-// Secret/ConfigMap volumes after start, token rotation, and log rotation.
+// Secret/ConfigMap volumes after start (token volumes excepted), image
+// pulls and garbage collection of unpacked images, UDP Services, and log
+// rotation.
 package node
 
 import (
@@ -88,6 +108,21 @@ type Config struct {
 	// doubles per restart up to five minutes. Default 1s (a kubelet uses 10s;
 	// a local node favours quick feedback).
 	RestartBackoff time.Duration
+	// ImageDirs are the image store: directories holding `docker save`
+	// tarballs (*.tar) and OCI image layouts (a directory with an
+	// oci-layout file, or subdirectories that are). A container whose
+	// image the store holds runs from it (image mode); any other keeps
+	// running as a host process. Empty: every container runs on the host.
+	ImageDirs []string
+	// ImageCacheDir holds the images' unpacked root filesystems, one per
+	// config digest; default <StateDir>/images. Several nodes may share
+	// it.
+	ImageCacheDir string
+	// Network, when set, gives every pod without hostNetwork a network
+	// namespace and address of its own, Service ClusterIPs and cluster DNS
+	// (see podnet.go). Nil keeps every pod on the host network at
+	// 127.0.0.1.
+	Network *NetworkConfig
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -114,6 +149,9 @@ func (c *Config) defaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.ImageCacheDir == "" {
+		c.ImageCacheDir = filepath.Join(c.StateDir, "images")
+	}
 	return nil
 }
 
@@ -133,6 +171,15 @@ type Node struct {
 
 	apiHost, apiPort string
 	logServer        *logServer
+
+	// images is the image store (nil: none); overlay says whether
+	// container roots are overlay mounts (else copies).
+	images  *imageStore
+	overlay bool
+	// net, svc and dns exist with Config.Network.
+	net *nodeNetwork
+	svc *serviceNet
+	dns *dnsServer
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
@@ -166,12 +213,41 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}()
 
+	if len(cfg.ImageDirs) > 0 {
+		n.images = newImageStore(cfg.ImageDirs, cfg.ImageCacheDir, n.log)
+		n.overlay = overlaySupported(cfg.StateDir)
+		if !n.overlay {
+			n.log.Info("overlayfs is not available here: image-mode containers get a copy of their image's rootfs")
+		}
+	}
+	if cfg.Network != nil {
+		if n.net, err = startNetwork(cfg.Network, cfg.StateDir); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if !ok {
+				// Keep what exists: pods left for adoption may use it.
+				n.stopNetwork(false)
+			}
+		}()
+		n.log.Info("pod network", "subnet", n.net.prefix.String(), "gateway", n.net.gateway.String(), "host", n.net.hostAddr.String())
+	}
 	if n.logServer, err = startLogServer(n, cfg.KubeletPort); err != nil {
 		return nil, err
 	}
 	if err := n.register(ctx); err != nil {
 		_ = n.logServer.close()
 		return nil, err
+	}
+	if n.net != nil {
+		if n.svc, err = startServiceNet(ctx, n, n.net); err != nil {
+			_ = n.logServer.close()
+			return nil, err
+		}
+		if n.dns, err = startDNS(n.svc, n.net); err != nil {
+			_ = n.logServer.close()
+			return nil, fmt.Errorf("localnode: cluster DNS: %w", err)
+		}
 	}
 	n.wg.Add(1)
 	go func() { defer n.wg.Done(); n.heartbeat() }()
@@ -270,7 +346,32 @@ func (n *Node) Stop() {
 	n.boundFactory.Shutdown()
 	n.unboundFactory.Shutdown()
 	n.nodeFactory.Shutdown()
+	n.stopNetwork(!n.cfg.LeavePodsRunning)
 	n.wg.Wait()
+}
+
+// stopNetwork stops DNS and the Service forwarders; with destroy it also
+// deletes every pod's network namespace and the switch, else it leaves
+// them for a successor.
+func (n *Node) stopNetwork(destroy bool) {
+	if n.net == nil {
+		return
+	}
+	if n.dns != nil {
+		n.dns.stop()
+	}
+	if n.svc != nil {
+		n.svc.stop()
+	}
+	if !destroy {
+		_ = n.net.lock.Close()
+		return
+	}
+	entries, _ := os.ReadDir(podsRoot(n.cfg.StateDir))
+	for _, e := range entries {
+		n.net.teardownPod(types.UID(e.Name()), filepath.Join(podsRoot(n.cfg.StateDir), e.Name()))
+	}
+	n.net.destroy()
 }
 
 // podChanged hands a bound pod to its worker, creating the worker on first

@@ -101,7 +101,7 @@ func (w *podWorker) probeOnce(c *corev1.Container, p *corev1.Probe, in *instance
 	defer cancel()
 	switch {
 	case p.HTTPGet != nil:
-		return httpProbe(ctx, c, p.HTTPGet)
+		return httpProbe(ctx, c, p.HTTPGet, w.podIP())
 	case p.TCPSocket != nil:
 		port, err := resolvePort(c, p.TCPSocket.Port)
 		if err != nil {
@@ -109,7 +109,7 @@ func (w *podWorker) probeOnce(c *corev1.Container, p *corev1.Probe, in *instance
 		}
 		host := p.TCPSocket.Host
 		if host == "" {
-			host = hostIP
+			host = w.podIP()
 		}
 		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
@@ -165,14 +165,15 @@ func (w *podWorker) execProbe(ctx context.Context, c *corev1.Container, argv []s
 	}
 }
 
-func httpProbe(ctx context.Context, c *corev1.Container, g *corev1.HTTPGetAction) error {
+// httpProbe GETs the probe's URL; the host defaults to the pod's address.
+func httpProbe(ctx context.Context, c *corev1.Container, g *corev1.HTTPGetAction, podIP string) error {
 	port, err := resolvePort(c, g.Port)
 	if err != nil {
 		return err
 	}
 	host := g.Host
 	if host == "" {
-		host = hostIP
+		host = podIP
 	}
 	scheme := "http"
 	if g.Scheme == corev1.URISchemeHTTPS {

@@ -32,8 +32,23 @@ type shimSpec struct {
 	// UID and GID apply when set (runAsUser, runAsGroup).
 	UID *uint32 `json:"uid,omitempty"`
 	GID *uint32 `json:"gid,omitempty"`
+	// Groups, when non-nil, are the supplementary groups (image mode);
+	// nil keeps the shim's own, as host mode always did.
+	Groups []uint32 `json:"groups"`
 	// Mounts are bind-mounted in order.
 	Mounts []mountSpec `json:"mounts,omitempty"`
+	// Root, when set, is the container's root (image mode): mounts are
+	// made inside it and the command is chrooted into it.
+	Root string `json:"root,omitempty"`
+	// NetNS, when set, is the pod's network namespace (a path under
+	// /run/netns) the command joins.
+	NetNS string `json:"netns,omitempty"`
+	// Hostname, when set, is the command's host name, in a UTS namespace
+	// of its own.
+	Hostname string `json:"hostname,omitempty"`
+	// ReadOnlyRoot makes Root read-only once its mount points exist
+	// (readOnlyRootFilesystem); volumes stay as they are.
+	ReadOnlyRoot bool `json:"readOnlyRoot,omitempty"`
 	// ExitFile receives the command's exitRecord; empty for probes.
 	ExitFile string `json:"exitFile,omitempty"`
 	// Timeout, when set, kills the command that long after it started
@@ -94,7 +109,7 @@ func runShim(specPath string) int {
 	// Orphans of the container's processes are reparented to the shim
 	// (not to a PID 1 that may never reap them).
 	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
-	if err := enterMountNamespace(spec.Mounts); err != nil {
+	if err := spec.enterSandbox(); err != nil {
 		return spec.finish(exitRecord{ExitCode: 128, Reason: "StartError", Message: err.Error()})
 	}
 	cmd, err := spec.command()
@@ -188,11 +203,25 @@ func (s *shimSpec) finish(rec exitRecord) int {
 	return int(rec.ExitCode)
 }
 
-// enterMountNamespace gives this thread a private mount namespace and
-// bind-mounts each volume at its container path, creating the mount point
-// on the host filesystem when it is missing.
-func enterMountNamespace(mounts []mountSpec) error {
-	if len(mounts) == 0 {
+// enterSandbox puts this thread, and so the command it forks, into the
+// pod's network namespace, a UTS namespace with the pod's host name and a
+// private mount namespace with the container's mounts: inside Root in
+// image mode, else over the host filesystem.
+func (s *shimSpec) enterSandbox() error {
+	if s.NetNS != "" {
+		if err := joinNetNS(s.NetNS); err != nil {
+			return err
+		}
+	}
+	if s.Hostname != "" {
+		if err := syscall.Unshare(syscall.CLONE_NEWUTS); err != nil {
+			return fmt.Errorf("unshare UTS namespace: %w", err)
+		}
+		if err := syscall.Sethostname([]byte(s.Hostname)); err != nil {
+			return fmt.Errorf("set host name: %w", err)
+		}
+	}
+	if len(s.Mounts) == 0 && s.Root == "" {
 		return nil
 	}
 	if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
@@ -201,6 +230,32 @@ func enterMountNamespace(mounts []mountSpec) error {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
+	if s.Root != "" {
+		if err := setupRoot(s.Root, s.Mounts); err != nil {
+			return err
+		}
+		if s.Dir != "" {
+			// A working directory the image lacks is created, as a
+			// container runtime does.
+			if _, err := mountPointIn(s.Root, s.Dir, true); err != nil {
+				return err
+			}
+		}
+		if s.ReadOnlyRoot {
+			// Only the root's own mount: /proc, /dev and volumes keep
+			// their modes.
+			if err := syscall.Mount("", s.Root, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+				return fmt.Errorf("make the container root read-only: %w", err)
+			}
+		}
+		return nil
+	}
+	return mountOnHost(s.Mounts)
+}
+
+// mountOnHost bind-mounts each volume at its container path on the host
+// filesystem (host mode), creating the mount point when it is missing.
+func mountOnHost(mounts []mountSpec) error {
 	for _, m := range mounts {
 		fi, err := os.Stat(m.Source)
 		if err != nil {
@@ -247,13 +302,27 @@ func (s *shimSpec) command() (*exec.Cmd, error) {
 	if len(s.Argv) == 0 {
 		return nil, errors.New("no command")
 	}
-	path, err := lookPath(s.Argv[0], s.Env)
+	var path string
+	var err error
+	if s.Root != "" {
+		path, err = lookPathIn(s.Root, s.Argv[0], s.Env)
+	} else {
+		path, err = lookPath(s.Argv[0], s.Env)
+	}
 	if err != nil {
 		return nil, err
 	}
 	cmd := &exec.Cmd{Path: path, Args: s.Argv, Env: s.Env, Dir: s.Dir, Stdin: nil, Stdout: os.Stdout, Stderr: os.Stderr}
-	if s.UID != nil || s.GID != nil {
-		cred := &syscall.Credential{NoSetGroups: true}
+	if s.Root != "" {
+		// The child chroots before it changes directory and execs, so Dir
+		// and Path are the container's.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: s.Root}
+		if s.Dir == "" {
+			cmd.Dir = "/"
+		}
+	}
+	if s.UID != nil || s.GID != nil || s.Groups != nil {
+		cred := &syscall.Credential{NoSetGroups: s.Groups == nil, Groups: s.Groups}
 		if s.UID != nil {
 			cred.Uid = *s.UID
 		}
@@ -262,7 +331,10 @@ func (s *shimSpec) command() (*exec.Cmd, error) {
 		if s.GID != nil {
 			cred.Gid = *s.GID
 		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		cmd.SysProcAttr.Credential = cred
 	}
 	if s.PgidFile != "" || s.Timeout > 0 {
 		if cmd.SysProcAttr == nil {

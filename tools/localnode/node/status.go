@@ -92,6 +92,9 @@ func (w *podWorker) setRunning(isInit bool, idx int, in *instance, readyNow bool
 	st.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(in.startedAt)}}
 	st.RestartCount = int32(in.restart)
 	st.ContainerID = w.containerID(in)
+	if in.imageID != "" {
+		st.ImageID = in.imageID
+	}
 	st.Started = ptr.To(true)
 	st.Ready = readyNow
 	if !isInit && w.phase == corev1.PodPending {
@@ -133,9 +136,12 @@ func (w *podWorker) buildStatus(pod *corev1.Pod) corev1.PodStatus {
 	st := *pod.Status.DeepCopy()
 	st.Phase = w.phase
 	st.Reason, st.Message = w.reason, w.message
-	st.HostIP, st.PodIP = hostIP, hostIP
+	st.HostIP, st.PodIP = hostIP, w.podIPLocked()
 	st.HostIPs = []corev1.HostIP{{IP: hostIP}}
-	st.PodIPs = []corev1.PodIP{{IP: hostIP}}
+	st.PodIPs = nil
+	if st.PodIP != "" {
+		st.PodIPs = []corev1.PodIP{{IP: st.PodIP}}
+	}
 	st.StartTime = ptr.To(w.startTime)
 	st.InitContainerStatuses = append([]corev1.ContainerStatus(nil), w.initSt...)
 	st.ContainerStatuses = append([]corev1.ContainerStatus(nil), w.ctrSt...)

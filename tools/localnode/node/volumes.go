@@ -6,16 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 )
 
-// Volumes live under <pod dir>/volumes/<name>. They are written once when
-// the pod starts; later changes to Secrets and ConfigMaps, and token
-// expiry, are not followed.
+// Volumes live under <pod dir>/volumes/<name>. They are written when the
+// pod starts, atomically (see atomicwrite.go); projected volumes holding a
+// ServiceAccount token are rewritten before the token expires (see
+// tokens.go). Other later changes to Secrets and ConfigMaps are not
+// followed.
 
 func (w *podWorker) volumeDir(name string) string {
 	return filepath.Join(w.dir, "volumes", name)
@@ -64,14 +64,24 @@ func (w *podWorker) setupVolume(ctx context.Context, pod *corev1.Pod, src *objec
 		return writeVolume(dir, files, v.DownwardAPI.DefaultMode, fsGroup(pod))
 	case v.Projected != nil:
 		var files []volumeFile
+		var due time.Time
 		for _, s := range v.Projected.Sources {
-			more, err := w.projectedFiles(ctx, pod, src, s)
+			more, refresh, err := w.projectedFiles(ctx, pod, src, s)
 			if err != nil {
 				return err
 			}
 			files = append(files, more...)
+			if !refresh.IsZero() && (due.IsZero() || refresh.Before(due)) {
+				due = refresh
+			}
 		}
-		return writeVolume(dir, files, v.Projected.DefaultMode, fsGroup(pod))
+		if err := writeVolume(dir, files, v.Projected.DefaultMode, fsGroup(pod)); err != nil {
+			return err
+		}
+		if !due.IsZero() {
+			w.setTokenDue(v.Name, due)
+		}
+		return nil
 	}
 	return fmt.Errorf("volume type not supported by localnode (emptyDir, hostPath, secret, configMap, downwardAPI and projected are)")
 }
@@ -149,7 +159,7 @@ func (w *podWorker) downwardFiles(pod *corev1.Pod, items []corev1.DownwardAPIVol
 		var err error
 		switch {
 		case it.FieldRef != nil:
-			v, err = fieldValue(pod, it.FieldRef.FieldPath)
+			v, err = fieldValue(pod, it.FieldRef.FieldPath, w.podIP())
 		case it.ResourceFieldRef != nil:
 			v, err = w.n.resourceValue(pod, &corev1.Container{}, it.ResourceFieldRef)
 		}
@@ -161,87 +171,34 @@ func (w *podWorker) downwardFiles(pod *corev1.Pod, items []corev1.DownwardAPIVol
 	return files, nil
 }
 
-func (w *podWorker) projectedFiles(ctx context.Context, pod *corev1.Pod, src *objectSource, s corev1.VolumeProjection) ([]volumeFile, error) {
+// projectedFiles returns a projected source's files and, for a
+// ServiceAccount token, when to refresh it.
+func (w *podWorker) projectedFiles(ctx context.Context, pod *corev1.Pod, src *objectSource, s corev1.VolumeProjection) ([]volumeFile, time.Time, error) {
+	var files []volumeFile
+	var err error
 	switch {
 	case s.Secret != nil:
-		return w.secretFiles(ctx, src, s.Secret.Name, s.Secret.Items, s.Secret.Optional)
+		files, err = w.secretFiles(ctx, src, s.Secret.Name, s.Secret.Items, s.Secret.Optional)
 	case s.ConfigMap != nil:
-		return w.configMapFiles(ctx, src, s.ConfigMap.Name, s.ConfigMap.Items, s.ConfigMap.Optional)
+		files, err = w.configMapFiles(ctx, src, s.ConfigMap.Name, s.ConfigMap.Items, s.ConfigMap.Optional)
 	case s.DownwardAPI != nil:
-		return w.downwardFiles(pod, s.DownwardAPI.Items)
+		files, err = w.downwardFiles(pod, s.DownwardAPI.Items)
 	case s.ServiceAccountToken != nil:
-		tok, err := w.serviceAccountToken(ctx, pod, s.ServiceAccountToken)
+		tok, refresh, err := w.serviceAccountToken(ctx, pod, s.ServiceAccountToken)
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
-		// Tokens are private to the pod's user, as a kubelet writes them.
-		return []volumeFile{{path: s.ServiceAccountToken.Path, data: []byte(tok), mode: ptr.To[int32](0o644)}}, nil
+		return []volumeFile{{path: s.ServiceAccountToken.Path, data: []byte(tok)}}, refresh, nil
+	default:
+		err = fmt.Errorf("projected source not supported by localnode")
 	}
-	return nil, fmt.Errorf("projected source not supported by localnode")
-}
-
-// serviceAccountToken asks the TokenRequest API for a token bound to the pod.
-func (w *podWorker) serviceAccountToken(ctx context.Context, pod *corev1.Pod, p *corev1.ServiceAccountTokenProjection) (string, error) {
-	sa := pod.Spec.ServiceAccountName
-	if sa == "" {
-		sa = "default"
-	}
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		ExpirationSeconds: p.ExpirationSeconds,
-		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
-	}}
-	if p.Audience != "" {
-		req.Spec.Audiences = []string{p.Audience}
-	}
-	tr, err := w.n.kube.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
-	if err != nil {
-		return "", fmt.Errorf("request token for service account %q: %w", sa, err)
-	}
-	return tr.Status.Token, nil
+	return files, time.Time{}, err
 }
 
 // fsGroup is the pod's securityContext.fsGroup, or nil.
 func fsGroup(pod *corev1.Pod) *int64 {
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		return sc.FSGroup
-	}
-	return nil
-}
-
-// writeVolume writes files under dir with their modes (default 0644). With
-// an fsGroup, files and directories belong to that group, as a kubelet
-// makes them, so a mode such as 0440 is readable by the pod's runAsUser.
-func writeVolume(dir string, files []volumeFile, defaultMode *int32, group *int64) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create volume dir: %w", err)
-	}
-	for _, f := range files {
-		clean := filepath.Clean(f.path)
-		if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
-			return fmt.Errorf("volume file path %q escapes the volume", f.path)
-		}
-		p := filepath.Join(dir, clean)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return fmt.Errorf("create dir for %s: %w", f.path, err)
-		}
-		mode := os.FileMode(0o644)
-		if defaultMode != nil {
-			mode = os.FileMode(*defaultMode) & os.ModePerm
-		}
-		if f.mode != nil {
-			mode = os.FileMode(*f.mode) & os.ModePerm
-		}
-		if err := os.WriteFile(p, f.data, mode); err != nil {
-			return fmt.Errorf("write %s: %w", f.path, err)
-		}
-		if err := os.Chmod(p, mode); err != nil {
-			return fmt.Errorf("chmod %s: %w", f.path, err)
-		}
-		if group != nil {
-			if err := os.Chown(p, -1, int(*group)); err != nil {
-				return fmt.Errorf("chown %s to fsGroup %d: %w", f.path, *group, err)
-			}
-		}
 	}
 	return nil
 }

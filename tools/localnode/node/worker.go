@@ -47,6 +47,15 @@ type podWorker struct {
 	terminating bool
 	termGrace   time.Duration
 	finalized   bool
+	// sandbox is the pod's network namespace and address (nil: the host
+	// network); apiFwd forwards the API server into it.
+	sandbox *podSandbox
+	apiFwd  *forwarder
+	addr    string
+	// tokenDue says when each projected token volume is renewed;
+	// tokenWake tells the refresher a due time changed.
+	tokenDue  map[string]time.Time
+	tokenWake chan struct{}
 
 	status statusWriter
 }
@@ -57,7 +66,7 @@ func newPodWorker(n *Node, pod *corev1.Pod) *podWorker {
 		dir:     filepath.Join(podsRoot(n.cfg.StateDir), string(pod.UID)),
 		logDir:  podLogDir(n.cfg.StateDir, pod.Namespace, pod.Name, pod.UID),
 		updates: make(chan struct{}, 1), goneCh: make(chan struct{}), detachCh: make(chan struct{}), finished: make(chan struct{}),
-		instances: map[string]*instance{},
+		instances: map[string]*instance{}, tokenWake: make(chan struct{}, 1),
 	}
 	w.runCtx, w.cancelRun = context.WithCancel(n.ctx)
 	w.status.init(w)
@@ -102,6 +111,8 @@ func (w *podWorker) detach() {
 	for _, in := range ins {
 		in.pump.close()
 	}
+	// The network stays for the next node; our listeners in it go.
+	w.closeSandbox(false)
 }
 
 func (w *podWorker) detached() bool {
@@ -225,12 +236,22 @@ func (w *podWorker) runPod(pod *corev1.Pod) {
 	w.initStatuses(pod)
 	w.status.flush()
 	src := newObjectSource(w.n, pod.Namespace)
+	defer func() {
+		if !w.detached() {
+			w.closeSandbox(true)
+		}
+	}()
 	for {
-		err := w.setupVolumes(ctx, pod, src)
+		err := w.setupSandbox(pod)
+		msg := "Failed to create pod sandbox: "
+		if err == nil {
+			err = w.setupVolumes(ctx, pod, src)
+			msg = "MountVolume.SetUp failed: "
+		}
 		if err == nil {
 			break
 		}
-		w.setAllWaiting("ContainerCreating", "MountVolume.SetUp failed: "+err.Error())
+		w.setAllWaiting("ContainerCreating", msg+err.Error())
 		w.status.flush()
 		select {
 		case <-ctx.Done():
@@ -239,9 +260,12 @@ func (w *podWorker) runPod(pod *corev1.Pod) {
 		case <-time.After(2 * time.Second):
 		}
 	}
+	go w.refreshTokens(ctx, pod)
 	w.mu.Lock()
 	w.sandboxOK = true
 	w.mu.Unlock()
+	// The pod's address is known now: report it before anything runs.
+	w.status.flush()
 	// Sidecars run beside the rest of the pod and stop once the
 	// containers are done.
 	sidecarCtx, stopSidecars := context.WithCancel(ctx)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,16 @@ type LocalNode struct {
 	Name string
 	// Port is the kubelet endpoint port on the host address; default 10250.
 	Port int
+	// ImageStore are directories of image tarballs and OCI layouts: a
+	// container whose image is there runs from it (localnode's image
+	// mode). Empty: every container runs as a host process.
+	ImageStore []string
+	// ImageCache holds unpacked images; empty: under the state directory
+	// (removed by down).
+	ImageCache string
+	// PodNetwork gives pods network namespaces, addresses, ClusterIPs and
+	// cluster DNS of their own (localnode's --pod-network).
+	PodNetwork bool
 }
 
 // startLocalNode starts localnode against the kubeconfig, records it with
@@ -33,6 +44,15 @@ func startLocalNode(ctx context.Context, cfg Config, kubeconfig string, cl *clie
 		"--kubelet-port="+strconv.Itoa(ln.Port),
 		// down removes the state dir: no container process may outlive it.
 		"--stop-pods-on-exit")
+	if len(ln.ImageStore) > 0 {
+		args = append(args, "--image-store="+strings.Join(ln.ImageStore, ":"))
+	}
+	if ln.ImageCache != "" {
+		args = append(args, "--image-cache="+ln.ImageCache)
+	}
+	if ln.PodNetwork {
+		args = append(args, "--pod-network")
+	}
 	node, err := start("localnode", ln.Command[0], filepath.Join(cfg.Dir, "logs", "localnode.log"), args)
 	if err != nil {
 		return nil, err

@@ -77,10 +77,12 @@ func TestDownWithNothingRunningIsFine(t *testing.T) {
 }
 
 // TestUpRunsARealControlPlane starts etcd, kube-apiserver,
-// kube-controller-manager and localnode, then checks what agent runs need:
-// the Job controller makes a pod, localnode runs it to completion with its
-// log readable through pods/log, and the garbage collector removes it with
-// its Job; down stops localnode with the rest.
+// kube-controller-manager and localnode (with its pod network), then checks
+// what agent runs need: the Job controller makes a pod, localnode runs it
+// to completion with its log readable through pods/log, and the garbage
+// collector removes it with its Job; a pod's in-cluster client reaches the
+// API server as its ServiceAccount (kubestack's certificate verified);
+// down stops localnode with the rest.
 func TestUpRunsARealControlPlane(t *testing.T) {
 	assets, err := testenv.AssetsDir()
 	if err != nil {
@@ -99,7 +101,7 @@ func TestUpRunsARealControlPlane(t *testing.T) {
 	}
 	cfg := Config{Dir: dir, Assets: assets, CRDDir: filepath.Join(root, "deploy", "crds"),
 		APIServerPort: freePort(t), EtcdPort: freePort(t), EtcdPeerPort: freePort(t), ControllerManagerPort: freePort(t),
-		LocalNode: &LocalNode{Command: []string{self, "localnode"}, Port: freePort(t)}}
+		LocalNode: &LocalNode{Command: []string{self, "localnode"}, Port: freePort(t), PodNetwork: true}}
 	r, err := Up(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -157,6 +159,24 @@ func TestUpRunsARealControlPlane(t *testing.T) {
 	out, err := cl.kube.CoreV1().Pods("default").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 	if err != nil || string(out) != "ran on localnode\n" {
 		t.Fatalf("pods/log: %q, %v", out, err)
+	}
+	if ip := pods.Items[0].Status.PodIP; !strings.HasPrefix(ip, "10.88.") {
+		t.Errorf("podIP %q, want an address of localnode's pod network", ip)
+	}
+	whoami := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "whoami", Namespace: "default"}, Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		Containers:    []corev1.Container{{Name: "c", Image: "scratch", Command: []string{self, "whoami-in-cluster"}}},
+	}}
+	if _, err := cl.kube.CoreV1().Pods("default").Create(ctx, whoami, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "the in-cluster client pod to finish", func() bool {
+		p, err := cl.kube.CoreV1().Pods("default").Get(ctx, "whoami", metav1.GetOptions{})
+		return err == nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed)
+	})
+	out, err = cl.kube.CoreV1().Pods("default").GetLogs("whoami", &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil || string(out) != "system:serviceaccount:default:default\n" {
+		t.Errorf("the in-cluster client said %q (%v), want it authenticated as the default ServiceAccount", out, err)
 	}
 	bg := metav1.DeletePropagationBackground
 	if err := cl.kube.BatchV1().Jobs("default").Delete(ctx, "probe", metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
