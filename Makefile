@@ -51,7 +51,7 @@ kube-binaries: kubestack ## Build (once, cached) etcd, kube-apiserver, kube-cont
 	@$(KUBESTACK) build
 
 .PHONY: test
-test: kube-binaries ## Run unit and integration tests against a real control plane.
+test: kube-binaries images ## Run unit and integration tests against a real control plane (and the install suite on the images).
 	@assets="$$($(KUBESTACK) assets)"; \
 	for m in $(MODULES); do \
 	  echo "== go test $$m"; \
@@ -59,7 +59,7 @@ test: kube-binaries ## Run unit and integration tests against a real control pla
 	done
 
 .PHONY: generate
-generate: generate-api generate-proto helm-crds ## Regenerate deepcopy, CRDs and protobuf code.
+generate: generate-api generate-proto helm-crds generate-docs ## Regenerate deepcopy, CRDs, protobuf code and the docs' flag tables.
 
 .PHONY: generate-api
 generate-api: ## Regenerate deepcopy functions and CRD YAML with controller-gen.
@@ -75,11 +75,18 @@ helm-crds: ## Copy the generated CRDs (deploy/crds) into the agentplane Helm cha
 	rm -f helm/agentplane/files/crds/*.yaml
 	mkdir -p helm/agentplane/files/crds && cp deploy/crds/*.yaml helm/agentplane/files/crds/
 
+.PHONY: generate-docs
+generate-docs: kube-binaries ## Rewrite each service's flag table in docs/ from its flag definitions.
+	@assets="$$($(KUBESTACK) assets)"; \
+	for m in $(filter services/%,$(MODULES)); do \
+	  (cd $$m && KUBEBUILDER_ASSETS="$$assets" AGENTPLANE_UPDATE_DOCS=1 go test -count=1 -run '^TestTheDocsListEveryFlag$$' ./... >/dev/null); \
+	done
+
 .PHONY: verify-generate
 verify-generate: generate ## Fail when generated files differ from the committed ones.
-	@if [ -n "$$(git status --porcelain -- libs deploy proto)" ]; then \
+	@if [ -n "$$(git status --porcelain -- libs deploy proto helm docs)" ]; then \
 	  echo "generated files are out of date; run 'make generate' and commit:"; \
-	  git status --porcelain -- libs deploy proto; git --no-pager diff --stat -- libs deploy proto; exit 1; fi
+	  git status --porcelain -- libs deploy proto helm docs; git --no-pager diff --stat -- libs deploy proto helm docs; exit 1; fi
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) $(BUF) ## gofmt, go vet, golangci-lint and buf lint.

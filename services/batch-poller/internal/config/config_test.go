@@ -74,7 +74,7 @@ func TestVersionPrintsAndStops(t *testing.T) {
 
 // TestDocsFlagTable keeps the flag table of docs/batch-poller.md in step
 // with the flags; AGENTPLANE_UPDATE_DOCS=1 rewrites it.
-func TestDocsFlagTable(t *testing.T) {
+func TestTheDocsListEveryFlag(t *testing.T) {
 	fs, _ := newFlagSet(func(string) string { return "" })
 	servicetest.CheckDocTable(t, fs, "../../../../docs/batch-poller.md")
 }

@@ -76,7 +76,7 @@ func TestBadValuesNameTheFlag(t *testing.T) {
 
 // TestDocsFlagTable keeps the flag table of docs/realtime-gateway.md in
 // step with the flags; AGENTPLANE_UPDATE_DOCS=1 rewrites it.
-func TestDocsFlagTable(t *testing.T) {
+func TestTheDocsListEveryFlag(t *testing.T) {
 	fs, _ := newFlagSet(func(string) string { return "" })
 	servicetest.CheckDocTable(t, fs, "../../../../docs/realtime-gateway.md")
 }

@@ -1,0 +1,110 @@
+package install
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/tests/internal/charts"
+)
+
+const (
+	releaseName = "agentplane"
+	releaseNS   = "agentplane-system"
+	// helmTimeout bounds an install or upgrade waiting for readiness.
+	helmTimeout = 5 * time.Minute
+)
+
+// umbrellaChart is helm/agentplane with its dependencies built, as a user
+// has it after `helm dependency build helm/agentplane`.
+func umbrellaChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := charts.Build(root)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := charts.Load(dir, charts.Umbrella)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// helmConfig is what the helm command builds from --kubeconfig and
+// --namespace, with releases stored in Secrets (Helm's default).
+func helmConfig(t *testing.T) *action.Configuration {
+	t.Helper()
+	settings := cli.New()
+	settings.KubeConfig = kubeconfig
+	settings.SetNamespace(releaseNS)
+	cfg := new(action.Configuration)
+	// Helm logs every readiness poll; keep only the last lines, for a
+	// failure's diagnosis.
+	var lines []string
+	logf := func(format string, v ...any) {
+		if lines = append(lines, fmt.Sprintf(format, v...)); len(lines) > 20 {
+			lines = lines[1:]
+		}
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("helm's last lines:\n%s", strings.Join(lines, "\n"))
+			dumpPods(t, releaseNS)
+		}
+	})
+	if err := cfg.Init(settings.RESTClientGetter(), releaseNS, "secret", logf); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// helmInstall is `helm install agentplane helm/agentplane -n
+// agentplane-system --create-namespace --wait -f values`.
+func helmInstall(t *testing.T, ch *chart.Chart, values map[string]any) (*release.Release, time.Duration) {
+	t.Helper()
+	in := action.NewInstall(helmConfig(t))
+	in.ReleaseName, in.Namespace, in.CreateNamespace = releaseName, releaseNS, true
+	in.Wait, in.Timeout = true, helmTimeout
+	start := time.Now()
+	rel, err := in.Run(ch, values)
+	if err != nil {
+		t.Fatalf("helm install: %v", err)
+	}
+	return rel, time.Since(start)
+}
+
+// helmUpgrade is `helm upgrade agentplane helm/agentplane --wait -f values`.
+func helmUpgrade(t *testing.T, ch *chart.Chart, values map[string]any) (*release.Release, time.Duration) {
+	t.Helper()
+	up := action.NewUpgrade(helmConfig(t))
+	up.Namespace, up.Wait, up.Timeout = releaseNS, true, helmTimeout
+	start := time.Now()
+	rel, err := up.Run(releaseName, ch, values)
+	if err != nil {
+		t.Fatalf("helm upgrade: %v", err)
+	}
+	return rel, time.Since(start)
+}
+
+// helmUninstall is `helm uninstall agentplane --wait`.
+func helmUninstall(t *testing.T) {
+	t.Helper()
+	un := action.NewUninstall(helmConfig(t))
+	un.Wait, un.Timeout = true, helmTimeout
+	if _, err := un.Run(releaseName); err != nil {
+		t.Fatalf("helm uninstall: %v", err)
+	}
+}
