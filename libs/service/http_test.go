@@ -30,7 +30,7 @@ func TestHTTPServerServesMetricsAndProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := NewHTTPServer(slog.New(slog.DiscardHandler), reg)
-	var notReady error = errors.New("cache not synced")
+	notReady := errors.New("cache not synced")
 	s.AddReadyCheck("cache", func() error { return notReady })
 	s.AddHealthCheck("loop", func() error { return nil })
 	if err := s.Start(Options{MetricsBindAddress: "127.0.0.1:0", HealthProbeBindAddress: "127.0.0.2:0"}); err != nil {

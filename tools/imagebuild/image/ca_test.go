@@ -63,7 +63,7 @@ func TestParseBundleRejectsWhatIsNotACertificate(t *testing.T) {
 		})
 	}
 	t.Run("one good certificate", func(t *testing.T) {
-		if certs, err := ParseBundle([]byte(first)); err != nil || len(certs) != 1 {
+		if certs, err := ParseBundle(first); err != nil || len(certs) != 1 {
 			t.Fatalf("%d certificates, %v", len(certs), err)
 		}
 	})
