@@ -20,6 +20,7 @@ import (
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/events"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
+	"github.com/agentplane/agentplane/tests/internal/runs"
 	"github.com/agentplane/agentplane/tools/fakevendor"
 )
 
@@ -100,18 +101,7 @@ func get(t *testing.T, ns, name string) *agentsv1alpha1.Agent {
 // waitFor polls the Agent until cond holds.
 func waitFor(t *testing.T, ns, name string, within time.Duration, what string, cond func(*agentsv1alpha1.Agent) bool) *agentsv1alpha1.Agent {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		a := &agentsv1alpha1.Agent{}
-		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, a)
-		if err == nil && cond(a) {
-			return a
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agent %s: %s not seen after %s; status %+v", name, what, within, a.Status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return runs.WaitFor(t, env.Client, ns, name, within, what, cond, nil)
 }
 
 func terminal(a *agentsv1alpha1.Agent) bool { return a.Status.Phase.IsTerminal() }

@@ -14,12 +14,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/realtime"
+	"github.com/agentplane/agentplane/tests/internal/runs"
 )
 
 const (
@@ -131,20 +131,7 @@ func launch(t *testing.T, ns, name, station string) {
 // waitFor polls the Agent until cond holds.
 func waitFor(t *testing.T, ns, name string, within time.Duration, what string, cond func(*agentsv1alpha1.Agent) bool) *agentsv1alpha1.Agent {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		a := &agentsv1alpha1.Agent{}
-		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, a)
-		if err == nil && cond(a) {
-			return a
-		}
-		if time.Now().After(deadline) {
-			dumpPods(t, ns)
-			dumpPods(t, releaseNS)
-			t.Fatalf("agent %s/%s: %s not seen after %s; status %+v", ns, name, what, within, a.Status)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return runs.WaitFor(t, env.Client, ns, name, within, what, cond, func() { dumpPods(t, ns); dumpPods(t, releaseNS) })
 }
 
 func terminal(a *agentsv1alpha1.Agent) bool { return a.Status.Phase.IsTerminal() }

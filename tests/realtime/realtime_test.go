@@ -23,12 +23,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
 	supervisorv1 "github.com/agentplane/agentplane/proto/agentplane/supervisor/v1"
+	"github.com/agentplane/agentplane/tests/internal/runs"
 )
 
 // recipe creates a realtime AgentDefinition and its Station, both named name.
@@ -65,18 +65,7 @@ func launch(t *testing.T, ns, name, station, resume string) {
 
 func waitFor(t *testing.T, ns, name string, within time.Duration, what string, cond func(*agentsv1alpha1.Agent) bool) *agentsv1alpha1.Agent {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		a := &agentsv1alpha1.Agent{}
-		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, a)
-		if err == nil && cond(a) {
-			return a
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agent %s: %s not seen after %s; status %+v", name, what, within, a.Status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return runs.WaitFor(t, env.Client, ns, name, within, what, cond, nil)
 }
 
 // caller returns the bearer token of a ServiceAccount that may prompt the
