@@ -243,3 +243,46 @@ func TestTheInstallSetsOnlyWhatTheBinariesRead(t *testing.T) {
 		})
 	}
 }
+
+// The kustomize install runs the images `make images` builds:
+// agentplane/<service>:<VERSION>, the supervisor's included, so that one
+// tree's manifests, charts and images name the same release.
+func TestTheInstallRunsThisReleasesImages(t *testing.T) {
+	deploy, err := filepath.Abs("../../deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../../VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := strings.TrimSpace(string(raw))
+	out := kubectl(t, nil, "kustomize", overlayWithEveryComponent(t, deploy))
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	seen := 0
+	for {
+		var d deployment
+		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if d.Kind != "Deployment" {
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			seen++
+			if want := "agentplane/" + d.Metadata.Name + ":" + version; c.Image != want {
+				t.Errorf("Deployment %s runs %s, want %s", d.Metadata.Name, c.Image, want)
+			}
+			for _, e := range c.Env {
+				if want := "agentplane/supervisor:" + version; e.Name == "SUPERVISOR_IMAGE" && e.Value != want {
+					t.Errorf("Deployment %s hands runs the supervisor %s, want %s", d.Metadata.Name, e.Value, want)
+				}
+			}
+		}
+	}
+	if seen < 4 {
+		t.Fatalf("only %d containers rendered; want the four services", seen)
+	}
+}
