@@ -4,7 +4,7 @@
 // official SDKs; and the batch-poller, agent-controller (two replicas under
 // leader election) and supervisor binaries built from this tree.
 //
-// Times are shortened so every rule of seed 000's "Batch runs" is seen in
+// Times are shortened so every rule of docs/agent-controller.md "Batch runs" is seen in
 // seconds: one batch.timeoutMinutes counts timeoutUnit, batch-poller polls
 // every pollPeriod, and the controller looks at a run every controllerPoll.
 package batch

@@ -61,8 +61,8 @@ func TestConfigRules(t *testing.T) {
 	}
 }
 
-// TestNoFlagChangesConcurrency checks seed 003's "no operator flag changes
-// these values" (three AgentRuntime and ToolRegistry workers, one
+// TestNoFlagChangesConcurrency checks that no operator flag changes the
+// worker counts of docs/omnia-controllers.md (three AgentRuntime and ToolRegistry workers, one
 // PromptPack worker): no option of the binary names a worker count, and
 // the spellings such a flag usually takes are refused, not silently
 // accepted.
