@@ -79,58 +79,54 @@ func (f *FlagSet) inGroup(group string, fn func()) {
 	fn()
 }
 
-func (f *FlagSet) add(name, usage string) string {
-	env := EnvName(name)
-	f.flags = append(f.flags, Flag{Name: name, Env: env, Usage: usage, Group: f.group})
-	return usage
-}
-
-func (f *FlagSet) finish(name string) {
+// record notes a flag just defined on the underlying flag.FlagSet, with
+// its variable and printed default, for docs and --help.
+func (f *FlagSet) record(name string) {
 	fl := f.fs.Lookup(name)
-	f.flags[len(f.flags)-1].Default = fl.DefValue
+	f.flags = append(f.flags, Flag{Name: name, Env: EnvName(name), Default: fl.DefValue, Usage: fl.Usage, Group: f.group})
 }
 
 // StringVar registers a string flag.
 func (f *FlagSet) StringVar(p *string, name, def, usage string) {
-	f.fs.StringVar(p, name, def, f.add(name, usage))
-	f.finish(name)
+	f.fs.StringVar(p, name, def, usage)
+	f.record(name)
 }
 
 // BoolVar registers a boolean flag; the flag and its variable accept what
 // strconv.ParseBool accepts (1, t, true, 0, f, false, ...).
 func (f *FlagSet) BoolVar(p *bool, name string, def bool, usage string) {
-	f.fs.BoolVar(p, name, def, f.add(name, usage))
-	f.finish(name)
+	f.fs.BoolVar(p, name, def, usage)
+	f.record(name)
 }
 
 // IntVar registers an integer flag.
 func (f *FlagSet) IntVar(p *int, name string, def int, usage string) {
-	f.fs.IntVar(p, name, def, f.add(name, usage))
-	f.finish(name)
+	f.fs.IntVar(p, name, def, usage)
+	f.record(name)
 }
 
 // Int64Var registers a 64-bit integer flag.
 func (f *FlagSet) Int64Var(p *int64, name string, def int64, usage string) {
-	f.fs.Int64Var(p, name, def, f.add(name, usage))
-	f.finish(name)
+	f.fs.Int64Var(p, name, def, usage)
+	f.record(name)
 }
 
 // Float64Var registers a floating-point flag.
 func (f *FlagSet) Float64Var(p *float64, name string, def float64, usage string) {
-	f.fs.Float64Var(p, name, def, f.add(name, usage))
-	f.finish(name)
+	f.fs.Float64Var(p, name, def, usage)
+	f.record(name)
 }
 
 // DurationVar registers a duration flag (time.ParseDuration syntax).
 func (f *FlagSet) DurationVar(p *time.Duration, name string, def time.Duration, usage string) {
-	f.fs.DurationVar(p, name, def, f.add(name, usage))
-	f.finish(name)
+	f.fs.DurationVar(p, name, def, usage)
+	f.record(name)
 }
 
 // Var registers a flag of a custom type.
 func (f *FlagSet) Var(v flag.Value, name, usage string) {
-	f.fs.Var(v, name, f.add(name, usage))
-	f.finish(name)
+	f.fs.Var(v, name, usage)
+	f.record(name)
 }
 
 // ErrVersion is returned by Parse after it printed the version for

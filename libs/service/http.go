@@ -149,4 +149,12 @@ func (s *HTTPServer) Shutdown(ctx context.Context) {
 	}
 }
 
+// ShutdownWithin is Shutdown with a deadline d from now, for a deferred
+// call in main.
+func (s *HTTPServer) ShutdownWithin(d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	s.Shutdown(ctx)
+}
+
 func on(addr string) bool { return addr != "" && addr != "0" }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -80,6 +81,10 @@ func TestHTTPServerSharesOneListenerForOneAddress(t *testing.T) {
 		if code, _ := get(t, "http://"+addr+p); code != 200 {
 			t.Fatalf("%s: %d", p, code)
 		}
+	}
+	s.ShutdownWithin(time.Second)
+	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		t.Fatal("the listener still answers after ShutdownWithin")
 	}
 }
 

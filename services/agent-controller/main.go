@@ -117,11 +117,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err := srv.Start(cfg.Options); err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
+	defer srv.ShutdownWithin(cfg.ShutdownTimeout)
 	log.Info("agent-controller starting", "version", service.Version().Version, "identity", cfg.Pod.Name, "watchNamespace", cfg.WatchNamespace,
 		"leaderElect", cfg.LeaderElection.Enabled, "metrics", cfg.MetricsBindAddress, "probes", cfg.HealthProbeBindAddress)
 

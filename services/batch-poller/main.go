@@ -112,11 +112,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err := hs.Start(cfg.Options); err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		hs.Shutdown(sctx)
-	}()
+	defer hs.ShutdownWithin(5 * time.Second)
 
 	go func() {
 		switch {

@@ -152,11 +152,7 @@ func run(ctx context.Context, cfg *config, restCfg *rest.Config) error {
 	if err := srv.Start(cfg.Options); err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
+	defer srv.ShutdownWithin(cfg.ShutdownTimeout)
 	ctrl.Log.Info("starting", "version", service.Version().Version, "pod", cfg.Pod.Name, "leaderElection", le.Enabled,
 		"runtimeImage", cfg.RuntimeImage, "metrics", cfg.MetricsBindAddress, "probes", cfg.HealthProbeBindAddress)
 	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {

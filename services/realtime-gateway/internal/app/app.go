@@ -190,9 +190,7 @@ func (a *App) Serve(ctx context.Context) error {
 	if err != nil {
 		err = fmt.Errorf("gRPC server: %w", err)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	a.http.Shutdown(sctx)
+	a.http.ShutdownWithin(5 * time.Second)
 	a.pool.Close()
 	return err
 }
