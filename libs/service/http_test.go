@@ -83,7 +83,8 @@ func TestHTTPServerSharesOneListenerForOneAddress(t *testing.T) {
 		}
 	}
 	s.ShutdownWithin(time.Second)
-	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
+	if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		_ = resp.Body.Close()
 		t.Fatal("the listener still answers after ShutdownWithin")
 	}
 }
