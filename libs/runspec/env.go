@@ -24,7 +24,9 @@ const (
 	EnvConversationSource = "AGENT_CONVERSATION_SOURCE"
 	// EnvConversationID is the conversation to restore and continue.
 	EnvConversationID = "AGENT_CONVERSATION_ID"
-	// EnvConversationPin is a conversation to restore read-only.
+	// EnvConversationPin is the id the run's conversation is saved under
+	// when it ends (with EnvConversationID set too, the run forks that
+	// conversation into this id).
 	EnvConversationPin = "AGENT_CONVERSATION_PIN"
 	// EnvConversationAuth names the variable holding the store's header
 	// line, never the value, so the value stays out of the Job spec.
@@ -147,6 +149,9 @@ type Env struct {
 	ReposJSON, WatchJSON string
 	// ParametersJSON, TargetRepo and Branch are passed on to the CLI.
 	ParametersJSON, TargetRepo, Branch string
+	// Pod is the run pod's name (POD_NAME, from the downward API). Read
+	// only: Vars never writes it.
+	Pod string
 }
 
 // Var is one environment variable.
@@ -243,6 +248,7 @@ func Read(getenv func(string) string) Env {
 		ParametersJSON:     getenv(EnvParameters),
 		TargetRepo:         getenv(EnvTargetRepo),
 		Branch:             getenv(EnvBranchName),
+		Pod:                getenv(EnvPodName),
 	}
 	if e.UID == "" {
 		// Dedupe ids are "<uid>-<seq>"; without a uid (a run started by

@@ -63,7 +63,7 @@ func Build(cfgs []Config, opts BuildOptions) (*Set, error) {
 				errs = append(errs, fmt.Errorf("sink %d: nats sink without a NATS publisher", i))
 			}
 		case TypeFile:
-			members = append(members, Member{Name: "file-" + strconv.Itoa(i), Sink: NewFile(c.Path)})
+			members = append(members, Member{Name: "file-" + strconv.Itoa(i), Payloads: NewFile(c.Path)})
 		case TypeHTTP:
 			headers, err := secretHeaders(c, opts.Getenv)
 			if err != nil {
@@ -75,7 +75,7 @@ func Build(cfgs []Config, opts BuildOptions) (*Set, error) {
 				errs = append(errs, fmt.Errorf("sink %d: %w", i, err))
 				continue
 			}
-			members = append(members, Member{Name: "http-" + strconv.Itoa(i), Sink: h})
+			members = append(members, Member{Name: "http-" + strconv.Itoa(i), Payloads: h})
 		default:
 			errs = append(errs, fmt.Errorf("sink %d: %w", i, c.validate()))
 		}
@@ -85,10 +85,10 @@ func Build(cfgs []Config, opts BuildOptions) (*Set, error) {
 		if w == nil {
 			w = os.Stdout
 		}
-		members = append(members, Member{Name: TypeStdout, Sink: NewStdout(w), Unfiltered: true})
+		members = append(members, Member{Name: TypeStdout, Sink: NewStdout(w)})
 	}
 	if nats {
-		members = append(members, Member{Name: TypeNATS, Sink: NewNATS(opts.Publisher), Unfiltered: true})
+		members = append(members, Member{Name: TypeNATS, Sink: NewNATS(opts.Publisher)})
 	}
 	set := NewSet(members, SetOptions{Select: opts.Select, QueueSize: opts.QueueSize, Logger: opts.Logger})
 	return set, errors.Join(errs...)

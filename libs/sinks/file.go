@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"os"
 	"sync"
-
-	"github.com/agentplane/agentplane/libs/events"
-	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
 // FileMode is the mode a file sink creates its file with: owner only,
 // because events carry prompts, tool output and file contents.
 const FileMode = 0o600
 
-// File appends one JSON envelope per line to a file. The file is opened
+// File appends one sink payload per line to a file. The file is opened
 // (created if missing, never truncated) on the first event and kept open;
 // a failed open is retried on the next event, so a path that appears
 // later still gets the rest of the run. Each line is one write on an
@@ -31,8 +28,8 @@ type File struct {
 // NewFile returns a File sink for path.
 func NewFile(path string) *File { return &File{path: path} }
 
-// Deliver implements Sink.
-func (s *File) Deliver(_ context.Context, ev *eventsv1.RunEvent) error {
+// DeliverPayload implements PayloadSink.
+func (s *File) DeliverPayload(_ context.Context, payload []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
@@ -42,11 +39,7 @@ func (s *File) Deliver(_ context.Context, ev *eventsv1.RunEvent) error {
 		}
 		s.f = f
 	}
-	line, err := events.AppendEncode(s.buf[:0], ev)
-	if err != nil {
-		return err
-	}
-	line = append(line, '\n')
+	line := append(append(s.buf[:0], payload...), '\n')
 	s.buf = line
 	if _, err := s.f.Write(line); err != nil {
 		return fmt.Errorf("file sink: %w", err)

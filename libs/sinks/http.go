@@ -10,9 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"time"
-
-	"github.com/agentplane/agentplane/libs/events"
-	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
 // DefaultHTTPTimeout bounds one POST (connect, send, response headers).
@@ -45,7 +42,7 @@ type StatusError struct {
 
 func (e *StatusError) Error() string { return fmt.Sprintf("status %d", e.Code) }
 
-// HTTP POSTs each event's JSON envelope to a URL, one event per request.
+// HTTP POSTs each sink payload to a URL, one per request.
 // Any 2xx is delivered. Network errors, 5xx, 408 and 429 are retried per
 // the RetryPolicy; other answers (4xx, and 3xx since redirects are not
 // followed) are not, since sending the same request again cannot fix them.
@@ -97,12 +94,8 @@ func SafeURL(u *url.URL) string {
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }
 
-// Deliver implements Sink.
-func (s *HTTP) Deliver(ctx context.Context, ev *eventsv1.RunEvent) error {
-	body, err := events.Encode(ev)
-	if err != nil {
-		return err
-	}
+// DeliverPayload implements PayloadSink.
+func (s *HTTP) DeliverPayload(ctx context.Context, body []byte) error {
 	var last error
 	for attempt := 1; attempt <= s.retry.Attempts; attempt++ {
 		retry, err := s.post(ctx, body)

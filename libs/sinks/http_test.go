@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/libs/events"
+	"github.com/agentplane/agentplane/libs/sinks/sinkstest"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
@@ -33,6 +35,15 @@ type server struct {
 	statuses []int
 	reqs     []*http.Request
 	bodies   [][]byte
+}
+
+func mustPayload(t testing.TB, ev *eventsv1.RunEvent) []byte {
+	t.Helper()
+	b, err := Payload(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func newServer(t *testing.T, statuses ...int) *server {
@@ -83,7 +94,7 @@ func TestHTTPSinkRetries(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newServer(t, tt.statuses...)
-			err := newHTTP(t, srv.URL, nil).Deliver(context.Background(), stamped())
+			err := newHTTP(t, srv.URL, nil).DeliverPayload(context.Background(), mustPayload(t, stamped()))
 			if srv.count() != tt.wantCalls {
 				t.Fatalf("%d requests, want %d", srv.count(), tt.wantCalls)
 			}
@@ -104,7 +115,7 @@ func TestHTTPSinkPostsTheEnvelope(t *testing.T) {
 	h := http.Header{}
 	h.Set("Authorization", "Bearer s3cr3t")
 	h.Set("X-Team", "a")
-	if err := newHTTP(t, srv.URL, h).Deliver(context.Background(), ev); err != nil {
+	if err := newHTTP(t, srv.URL, h).DeliverPayload(context.Background(), mustPayload(t, ev)); err != nil {
 		t.Fatal(err)
 	}
 	r := srv.reqs[0]
@@ -112,10 +123,16 @@ func TestHTTPSinkPostsTheEnvelope(t *testing.T) {
 		r.Header.Get("Authorization") != "Bearer s3cr3t" || r.Header.Get("X-Team") != "a" {
 		t.Fatalf("request %s %v", r.Method, r.Header)
 	}
-	got, err := events.Decode(srv.bodies[0])
-	if err != nil || got.GetId() != ev.GetId() || got.GetMessage().GetText() != "hello" {
+	var got struct {
+		Source struct{ Agent, Namespace string }
+		Event  struct{ Kind, Text string }
+		ID     string
+	}
+	if err := json.Unmarshal(srv.bodies[0], &got); err != nil || got.ID != ev.GetId() || got.Event.Text != "hello" ||
+		got.Source.Agent != "fixer" || got.Source.Namespace != "team" {
 		t.Fatalf("body %s: %v", srv.bodies[0], err)
 	}
+	sinkstest.Check(t, srv.bodies[0])
 }
 
 func TestHTTPSinkRetriesNetworkErrors(t *testing.T) {
@@ -136,7 +153,7 @@ func TestHTTPSinkRetriesNetworkErrors(t *testing.T) {
 		}
 	}()
 	defer func() { _ = l.Close() }()
-	err = newHTTP(t, "http://"+l.Addr().String()+"/hook?token=qs-secret", nil).Deliver(context.Background(), stamped())
+	err = newHTTP(t, "http://"+l.Addr().String()+"/hook?token=qs-secret", nil).DeliverPayload(context.Background(), mustPayload(t, stamped()))
 	if err == nil {
 		t.Fatal("want an error")
 	}
@@ -162,7 +179,7 @@ func TestHTTPSinkTimeoutIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Deliver(context.Background(), stamped()); err != nil {
+	if err := h.DeliverPayload(context.Background(), mustPayload(t, stamped())); err != nil {
 		t.Fatalf("second attempt should succeed: %v", err)
 	}
 }

@@ -172,7 +172,7 @@ func BenchmarkPublish(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	set := NewSet([]Member{{Name: "nats", Sink: NewNATS(p), Unfiltered: true, QueueSize: b.N + 1}},
+	set := NewSet([]Member{{Name: "nats", Sink: NewNATS(p), QueueSize: b.N + 1}},
 		SetOptions{Select: Select{{Event: "message", Contains: "needle"}}})
 	run := events.NewRun(&eventsv1.RunIdentity{Namespace: "team", Agent: "bench", Uid: "u-bench"})
 	raw := []byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"a fairly ordinary line of model output"}]}}`)

@@ -10,29 +10,32 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentplane/agentplane/libs/events"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
 // DefaultQueueSize is each sink's queue length in a Set.
 const DefaultQueueSize = 1024
 
-// Member is one sink of a Set.
+// Member is one sink of a Set: either an event sink, which gets every
+// event (stdout, the platform's stream), or a payload sink, which gets the
+// sink payloads of the events output.select passes (http, file).
 type Member struct {
 	// Name labels the sink in logs and metrics ("stdout", "http-0", ...);
 	// never a url, which may hold credentials.
 	Name string
-	// Sink receives the events.
+	// Sink, when set, receives every event whatever output.select says.
 	Sink Sink
-	// Unfiltered members get every event whatever output.select says:
-	// stdout (the log tail is the whole run) and the platform's stream.
-	Unfiltered bool
+	// Payloads, when set (and Sink is not), receives one sink payload per
+	// selected CLI line and per lifecycle, file and batch event.
+	Payloads PayloadSink
 	// QueueSize overrides SetOptions.QueueSize for this member.
 	QueueSize int
 }
 
 // SetOptions configures NewSet.
 type SetOptions struct {
-	// Select filters CLI events for the members that are not Unfiltered.
+	// Select filters CLI lines for the payload sinks.
 	Select Select
 	// QueueSize is each member's queue length; 0 is DefaultQueueSize.
 	QueueSize int
@@ -49,11 +52,12 @@ type MemberStats struct {
 // Set fans events out to its members. Deliver never blocks: each member
 // has a bounded queue drained by its own goroutine, in order, so a slow
 // member delays only itself; a member whose queue is full loses the event
-// and counts it. A Set is itself a Sink.
+// and counts it.
 type Set struct {
-	matcher *Matcher
-	workers []*worker
-	log     *slog.Logger
+	matcher  *Matcher
+	workers  []*worker
+	payloads bool // some member takes payloads
+	log      *slog.Logger
 
 	mu     sync.RWMutex // guards closed against sends on the queues
 	closed bool
@@ -64,7 +68,7 @@ type Set struct {
 
 type worker struct {
 	Member
-	ch                         chan *eventsv1.RunEvent
+	ch                         chan item
 	done                       chan struct{}
 	delivered, failed, dropped atomic.Uint64
 }
@@ -84,41 +88,113 @@ func NewSet(members []Member, opts SetOptions) *Set {
 		if q <= 0 {
 			q = opts.QueueSize
 		}
-		w := &worker{Member: m, ch: make(chan *eventsv1.RunEvent, q), done: make(chan struct{})}
+		w := &worker{Member: m, ch: make(chan item, q), done: make(chan struct{})}
 		s.workers = append(s.workers, w)
+		s.payloads = s.payloads || m.Sink == nil
 		go s.run(w)
 	}
 	return s
 }
 
-// Deliver queues ev for every member it is for and returns at once. It
-// returns ErrDropped when some member's queue was full (the others still
-// got the event). ctx is not used: delivery happens later, bounded by
-// Close's context.
+// item is one queued delivery: an event for event sinks, a payload for
+// payload sinks.
+type item struct {
+	ev      *eventsv1.RunEvent
+	payload []byte
+}
+
+// Deliver queues ev for every member it is for and returns at once: a
+// lifecycle, file or batch event, or a CLI event standing alone (a CLI
+// line's events go through DeliverLine). It returns ErrDropped when some
+// member's queue was full (the others still got the event), and
+// ErrEnveloped for a CLI line that already is a sink payload, which the
+// payload sinks do not get. ctx is not used: delivery happens later,
+// bounded by Close's context.
 func (s *Set) Deliver(_ context.Context, ev *eventsv1.RunEvent) error {
-	selected := s.matcher.Match(ev)
+	return s.deliver([]*eventsv1.RunEvent{ev}, ev.GetRaw())
+}
+
+// DeliverLine queues the events one vendor CLI line produced (in order;
+// the parser gives at least one). Event sinks get each event; payload
+// sinks get one payload for the line when output.select passes any of
+// its events, so receivers see each line once, as the CLI printed it.
+func (s *Set) DeliverLine(line []byte, evs []*eventsv1.RunEvent) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	return s.deliver(evs, line)
+}
+
+// DeliverAll queues a run's events in order, grouping the events of one
+// CLI line by the producers' convention that only a line's first event
+// carries the line (RunEvent.raw).
+func (s *Set) DeliverAll(evs []*eventsv1.RunEvent) error {
+	var errs []error
+	for i := 0; i < len(evs); {
+		j := i + 1
+		if events.IsCLIEvent(evs[i]) && len(evs[i].GetRaw()) > 0 {
+			for j < len(evs) && events.IsCLIEvent(evs[j]) && len(evs[j].GetRaw()) == 0 {
+				j++
+			}
+		}
+		if err := s.deliver(evs[i:j], evs[i].GetRaw()); err != nil {
+			errs = append(errs, err)
+		}
+		i = j
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Set) deliver(evs []*eventsv1.RunEvent, line []byte) error {
+	selected := false
+	for _, ev := range evs {
+		// The matcher sees every event, in order (it remembers tool calls).
+		if s.matcher.Match(ev) {
+			selected = true
+		}
+	}
+	var payload []byte
+	var encErr error
+	if selected && s.payloads {
+		payload, encErr = AppendPayload(nil, evs[0], line)
+		if encErr != nil {
+			payload = nil
+			s.log.Warn("a CLI event is not sent to the output sinks", "err", encErr)
+		}
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var dropped bool
 	for _, w := range s.workers {
-		if !selected && !w.Unfiltered {
-			continue
+		var items []item
+		switch {
+		case w.Sink != nil:
+			for _, ev := range evs {
+				items = append(items, item{ev: ev})
+			}
+		case payload != nil:
+			items = []item{{payload: payload}}
 		}
-		if s.closed {
-			w.dropped.Add(1)
-			dropped = true
-			continue
-		}
-		select {
-		case w.ch <- ev:
-		default:
-			dropped = true
-			if w.dropped.Add(1) == 1 {
-				s.log.Warn("sink queue full, dropping events", "sink", w.Name, "queue", cap(w.ch))
+		for _, it := range items {
+			if s.closed {
+				w.dropped.Add(1)
+				dropped = true
+				continue
+			}
+			select {
+			case w.ch <- it:
+			default:
+				dropped = true
+				if w.dropped.Add(1) == 1 {
+					s.log.Warn("sink queue full, dropping events", "sink", w.Name, "queue", cap(w.ch))
+				}
 			}
 		}
 	}
-	if dropped {
+	switch {
+	case encErr != nil:
+		return encErr
+	case dropped:
 		return ErrDropped
 	}
 	return nil
@@ -127,12 +203,18 @@ func (s *Set) Deliver(_ context.Context, ev *eventsv1.RunEvent) error {
 // run delivers one member's events in order until its queue is closed.
 func (s *Set) run(w *worker) {
 	defer close(w.done)
-	for ev := range w.ch {
+	for it := range w.ch {
 		if s.ctx.Err() != nil {
 			w.dropped.Add(1) // Close gave up: count what is left
 			continue
 		}
-		if err := w.Sink.Deliver(s.ctx, ev); err != nil {
+		var err error
+		if w.Sink != nil {
+			err = w.Sink.Deliver(s.ctx, it.ev)
+		} else {
+			err = w.Payloads.DeliverPayload(s.ctx, it.payload)
+		}
+		if err != nil {
 			// First failure, then every 100th: enough to diagnose without
 			// a line per event from a sink that is down.
 			if n := w.failed.Add(1); n == 1 || n%100 == 0 {
@@ -171,7 +253,13 @@ func (s *Set) Close(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("sinks: not all events delivered before close: %w", ctx.Err()))
 	}
 	for _, w := range s.workers {
-		if err := w.Sink.Close(ctx); err != nil {
+		var err error
+		if w.Sink != nil {
+			err = w.Sink.Close(ctx)
+		} else {
+			err = w.Payloads.Close(ctx)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("close sink %s: %w", w.Name, err))
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentplane/agentplane/libs/events"
+	"github.com/agentplane/agentplane/libs/sinks/sinkstest"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
@@ -35,6 +37,20 @@ func (r *recorder) Deliver(_ context.Context, ev *eventsv1.RunEvent) error {
 }
 func (r *recorder) Close(context.Context) error { return nil }
 func (r *recorder) len() int                    { r.mu.Lock(); defer r.mu.Unlock(); return len(r.got) }
+
+// payloads is a PayloadSink that remembers what it got.
+type payloads struct {
+	mu  sync.Mutex
+	got [][]byte
+}
+
+func (p *payloads) DeliverPayload(_ context.Context, b []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.got = append(p.got, bytes.Clone(b))
+	return nil
+}
+func (p *payloads) Close(context.Context) error { return nil }
 
 func closeSet(t *testing.T, s *Set) {
 	t.Helper()
@@ -57,7 +73,7 @@ func TestSlowSinkStallsNeitherCallerNorOthers(t *testing.T) {
 	}
 	fast := &recorder{}
 	const queue, n = 4, 100
-	set := NewSet([]Member{{Name: "slow", Sink: h}, {Name: "fast", Sink: fast, QueueSize: n}}, SetOptions{QueueSize: queue})
+	set := NewSet([]Member{{Name: "slow", Payloads: h}, {Name: "fast", Sink: fast, QueueSize: n}}, SetOptions{QueueSize: queue})
 	for range n { // would hang here if the slow sink stalled the caller
 		_ = set.Deliver(context.Background(), stamped())
 	}
@@ -81,16 +97,19 @@ func TestSlowSinkStallsNeitherCallerNorOthers(t *testing.T) {
 	}
 }
 
-func TestSetAppliesSelectExceptToUnfilteredMembers(t *testing.T) {
-	gated, all := &recorder{}, &recorder{}
-	set := NewSet([]Member{{Name: "gated", Sink: gated}, {Name: "all", Sink: all, Unfiltered: true}},
+func TestSetAppliesSelectToPayloadSinksOnly(t *testing.T) {
+	gated, all := &payloads{}, &recorder{}
+	set := NewSet([]Member{{Name: "gated", Payloads: gated}, {Name: "all", Sink: all}},
 		SetOptions{Select: Select{{Event: "result"}}})
 	for _, ev := range []*eventsv1.RunEvent{lifecycle(), msg("assistant", "x"), rawLine(), result("ok"), fileEvent()} {
 		_ = set.Deliver(context.Background(), ev)
 	}
 	closeSet(t, set)
-	if gated.len() != 3 || all.len() != 5 {
-		t.Fatalf("gated got %d (want lifecycle, result, file), unfiltered got %d of 5", gated.len(), all.len())
+	if len(gated.got) != 3 || all.len() != 5 {
+		t.Fatalf("gated got %d (want lifecycle, result, file), event sink got %d of 5", len(gated.got), all.len())
+	}
+	for _, p := range gated.got {
+		sinkstest.Check(t, p)
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(set)
@@ -125,7 +144,7 @@ func TestFileSinkAppendsOneJSONObjectPerLine(t *testing.T) {
 	f := NewFile(path)
 	run := events.NewRun(&eventsv1.RunIdentity{Uid: "u"})
 	for _, ev := range []*eventsv1.RunEvent{msg("assistant", "multi\nline"), lifecycle()} {
-		if err := f.Deliver(context.Background(), run.Stamp(ev)); err != nil {
+		if err := f.DeliverPayload(context.Background(), mustPayload(t, run.Stamp(ev))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,22 +160,23 @@ func TestFileSinkAppendsOneJSONObjectPerLine(t *testing.T) {
 		t.Fatalf("file must be appended to, one event per line:\n%s", b)
 	}
 	for i, l := range lines[1:] {
-		ev, err := events.Decode(l)
-		if err != nil || ev.GetSequence() != uint64(i+1) {
+		var p struct{ Sequence uint64 }
+		if err := json.Unmarshal(l, &p); err != nil || p.Sequence != uint64(i+1) {
 			t.Fatalf("line %d: %s: %v", i+1, l, err)
 		}
+		sinkstest.Check(t, l)
 	}
 
 	created := filepath.Join(t.TempDir(), "new.jsonl")
 	nf := NewFile(created)
-	if err := nf.Deliver(context.Background(), stamped()); err != nil {
+	if err := nf.DeliverPayload(context.Background(), mustPayload(t, stamped())); err != nil {
 		t.Fatal(err)
 	}
 	_ = nf.Close(context.Background())
 	if st, err := os.Stat(created); err != nil || st.Mode().Perm() != FileMode {
 		t.Fatalf("created file mode %v, %v", st.Mode(), err)
 	}
-	if err := NewFile(filepath.Join(t.TempDir(), "no", "dir")).Deliver(context.Background(), stamped()); err == nil {
+	if err := NewFile(filepath.Join(t.TempDir(), "no", "dir")).DeliverPayload(context.Background(), mustPayload(t, stamped())); err == nil {
 		t.Fatal("a missing directory is an error")
 	}
 }
@@ -168,7 +188,7 @@ func TestStdoutSinkPrintsBareLines(t *testing.T) {
 	cli.Raw = []byte(`{"type":"assistant","message":{}}`)
 	noRaw := stamped()
 	life := lifecycle()
-	life.Raw = []byte(`ignored`) // lifecycle events are always the envelope
+	life.Raw = []byte(`ignored`) // lifecycle events are always their event object
 	for _, ev := range []*eventsv1.RunEvent{cli, noRaw, life} {
 		if err := s.Deliver(context.Background(), ev); err != nil {
 			t.Fatal(err)
@@ -182,10 +202,9 @@ func TestStdoutSinkPrintsBareLines(t *testing.T) {
 	if len(lines) != 3 || lines[0] != string(cli.Raw) {
 		t.Fatalf("a CLI event prints the CLI's own line: %q", lines)
 	}
-	for _, l := range lines[1:] {
-		if _, err := events.Decode([]byte(l)); err != nil {
-			t.Fatalf("events without a CLI line print the envelope: %q", l)
-		}
+	if lines[1] != `{"kind":"message","role":"assistant","text":"hello"}` ||
+		lines[2] != `{"kind":"lifecycle","phase":"agent","status":"started"}` {
+		t.Fatalf("events without a CLI line print their event object, bare: %q", lines[1:])
 	}
 }
 

@@ -10,11 +10,11 @@ import (
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
-// Stdout writes one line per event: the vendor CLI's original line, bare,
+// Stdout writes one line per event, bare: the vendor CLI's original line
 // for CLI events that carry one (the controller reads the pod log back as
-// status.output and expects the tool's own lines), and the JSON envelope
-// for everything else (lifecycle, file and batch events, and CLI events
-// without a raw line). Each line is written with one Write call, so lines
+// status.output and expects the tool's own lines), and the event object
+// (EventObject) for everything else: lifecycle, file and batch events, and
+// CLI events without a raw line. Each line is written with one Write call, so lines
 // from concurrent writers to the same stream do not interleave.
 type Stdout struct {
 	mu  sync.Mutex
@@ -34,7 +34,7 @@ func appendLine(dst []byte, ev *eventsv1.RunEvent) ([]byte, error) {
 	if raw := ev.GetRaw(); len(raw) > 0 && events.IsCLIEvent(ev) {
 		return append(dst, raw...), nil
 	}
-	return events.AppendEncode(dst, ev)
+	return appendEventObject(dst, ev)
 }
 
 // Deliver implements Sink.

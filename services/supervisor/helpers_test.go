@@ -18,6 +18,7 @@ import (
 	"github.com/agentplane/agentplane/libs/events"
 	"github.com/agentplane/agentplane/libs/events/eventstest"
 	"github.com/agentplane/agentplane/libs/runspec"
+	"github.com/agentplane/agentplane/libs/sinks/sinkstest"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
@@ -92,6 +93,7 @@ func newPod(t *testing.T, spec *runspec.Spec) *pod {
 	p.env[runspec.EnvAgentNamespace] = "team-a"
 	p.env[runspec.EnvAgentUID] = "uid-" + fmt.Sprint(time.Now().UnixNano())
 	p.env[runspec.EnvStationName] = "station-1"
+	p.env[runspec.EnvPodName] = "agent-job-" + p.env[runspec.EnvAgentName][len("agent-"):] + "-x7k2p"
 	p.env["SUPERVISOR_CHOWN"] = noChown
 	if spec != nil {
 		p.setSpec(spec)
@@ -199,18 +201,15 @@ func kinds(evs []*eventsv1.RunEvent) map[string]int {
 }
 
 // stdoutEvents splits the supervisor's stdout into the CLI's lines and
-// the lifecycle/file envelopes it printed itself.
+// the lifecycle and file events it printed itself (their event objects,
+// read back into RunEvents).
 func stdoutEvents(t *testing.T, out []byte) (cli [][]byte, own []*eventsv1.RunEvent) {
 	t.Helper()
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 32<<20)
 	for sc.Scan() {
 		line := append([]byte(nil), sc.Bytes()...)
-		if bytes.HasPrefix(line, []byte(`{"run":`)) {
-			ev, err := events.Decode(line)
-			if err != nil {
-				t.Fatalf("envelope on stdout does not decode: %v", err)
-			}
+		if ev, ok := ownEvent(t, line); ok {
 			own = append(own, ev)
 			continue
 		}
@@ -220,6 +219,103 @@ func stdoutEvents(t *testing.T, out []byte) (cli [][]byte, own []*eventsv1.RunEv
 		t.Fatal(err)
 	}
 	return cli, own
+}
+
+// eventObject is the documented event object of the run's own events
+// (docs/events.md), as a receiver reads it.
+type eventObject struct {
+	Kind     string `json:"kind"`
+	Phase    string `json:"phase"`
+	Status   string `json:"status"`
+	Tool     string `json:"tool"`
+	Reason   string `json:"reason"`
+	ExitCode *int32 `json:"exitCode"`
+	Message  string `json:"message"`
+	Event    string `json:"event"`
+	Path     string `json:"path"`
+	Content  string `json:"content"`
+}
+
+// ownEvent reads a line the supervisor printed for its own lifecycle or
+// file event.
+func ownEvent(t *testing.T, line []byte) (*eventsv1.RunEvent, bool) {
+	t.Helper()
+	if !bytes.HasPrefix(line, []byte(`{"kind":"lifecycle"`)) && !bytes.HasPrefix(line, []byte(`{"kind":"file"`)) {
+		return nil, false
+	}
+	var o eventObject
+	if err := json.Unmarshal(line, &o); err != nil {
+		t.Fatalf("own event on stdout does not decode: %v", err)
+	}
+	if o.Kind == "file" {
+		return &eventsv1.RunEvent{Kind: eventsv1.EventKind_EVENT_KIND_FILE, Payload: &eventsv1.RunEvent_File{File: &eventsv1.FileEvent{
+			Event: o.Event, Path: o.Path, Content: o.Content, Reason: o.Reason}}}, true
+	}
+	return &eventsv1.RunEvent{Kind: eventsv1.EventKind_EVENT_KIND_LIFECYCLE, Payload: &eventsv1.RunEvent_Lifecycle{Lifecycle: &eventsv1.Lifecycle{
+		Phase: o.Phase, Status: o.Status, Tool: o.Tool, Reason: o.Reason, ExitCode: o.ExitCode, Message: o.Message}}}, true
+}
+
+// payload is one sink payload as a receiver written against
+// docs/events.md reads it.
+type payload struct {
+	Source struct {
+		Agent, Station, Task, Pod, Namespace, UID string
+	} `json:"source"`
+	Event    json.RawMessage `json:"event"`
+	ID       string          `json:"id"`
+	Sequence uint64          `json:"sequence"`
+}
+
+// kind is the payload's event kind: lifecycle, file or batch for the run's
+// own events, "line" for a CLI line.
+func (p payload) kind() string {
+	var o struct{ Kind string }
+	if json.Unmarshal(p.Event, &o) == nil && (o.Kind == "lifecycle" || o.Kind == "file" || o.Kind == "batch") {
+		return o.Kind
+	}
+	return "line"
+}
+
+// readFileSink reads a file sink's payloads, each checked against the
+// published schema.
+func readFileSink(t *testing.T, path string) []payload {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	var out []payload
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 32<<20)
+	for sc.Scan() {
+		sinkstest.Check(t, sc.Bytes())
+		var p payload
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+			t.Fatalf("file sink line %q: %v", strings.TrimSpace(sc.Text())[:min(80, len(sc.Text()))], err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// lineKinds returns the kinds of the events of the CLI line whose first
+// event has id, from the NATS stream.
+func lineKinds(evs []*eventsv1.RunEvent, id string) []string {
+	for i, ev := range evs {
+		if ev.GetId() != id {
+			continue
+		}
+		out := []string{ev.GetKind().SubjectToken()}
+		for _, next := range evs[i+1:] {
+			if len(next.GetRaw()) > 0 || !events.IsCLIEvent(next) {
+				break
+			}
+			out = append(out, next.GetKind().SubjectToken())
+		}
+		return out
+	}
+	return nil
 }
 
 // logRecord finds the supervisor's JSON log line with msg.

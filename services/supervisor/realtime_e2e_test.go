@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -141,6 +143,51 @@ func TestRealtimeResumedSessionSendsNoInitialPrompt(t *testing.T) {
 	if len(starts) != 1 || !strings.Contains(starts[0], "--resume "+resumed) ||
 		!strings.Contains(starts[0], "carry on where we stopped") || strings.Contains(starts[0], "initial prompt") {
 		t.Fatalf("CLI starts %q: want one resuming %s with the prompt's text", starts, resumed)
+	}
+	if _, err := s.closeSession(p.token); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.exit(30 * time.Second); r.code != 0 {
+		t.Fatalf("exit %d", r.code)
+	}
+}
+
+// TestRealtimeResumedSessionStartsFreshWithoutItsConversation: when the
+// store could not serve the session to resume, init still succeeds and the
+// session starts fresh: it waits for the first prompt, which runs the CLI
+// without --resume (it would fail on a session it does not have) and
+// answers under a new session id.
+func TestRealtimeResumedSessionStartsFreshWithoutItsConversation(t *testing.T) {
+	t.Parallel()
+	const resumed = "5d0c2f1e-7a3b-4c9d-8e21-0a1b2c3d4e5f"
+	store := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer store.Close()
+	spec := realtimeSpec(vendorModels["claude"], "this initial prompt must not be sent")
+	spec.ResumeSession = resumed
+	p := newRealtimePod(t, spec)
+	p.env[runspec.EnvConversationSource] = store.URL
+	p.env[runspec.EnvConversationID] = resumed
+	if r := p.run("init"); r.code != 0 {
+		t.Fatalf("init exit %d, want 0 with the store down", r.code)
+	}
+	s := p.serve()
+	in := s.info(p.token)
+	if in.GetSessionId() != "" || in.GetTurns() != 0 || in.GetState() != supervisorv1.SessionState_SESSION_STATE_IDLE {
+		t.Fatalf("info before the first prompt %v: want a fresh, idle session", in)
+	}
+	time.Sleep(300 * time.Millisecond) // room for a wrongly started CLI to show
+	if starts := p.cliStarts(); starts != nil {
+		t.Fatalf("the CLI started before any prompt: %q", starts)
+	}
+	tr, err := s.prompt(p.token, "where were we?")
+	if err != nil || tr.end.GetIsError() || tr.end.GetSessionId() == "" || tr.end.GetSessionId() == resumed {
+		t.Fatalf("first prompt: %v, %v; want an answer in a new session", tr.end, err)
+	}
+	starts := p.cliStarts()
+	if len(starts) != 1 || strings.Contains(starts[0], "--resume") || !strings.Contains(starts[0], "where were we?") {
+		t.Fatalf("CLI starts %q: want one fresh start with the prompt's text", starts)
 	}
 	if _, err := s.closeSession(p.token); err != nil {
 		t.Fatal(err)

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/agentplane/agentplane/libs/events"
 	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/sinks"
-	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
 // vendorModels route to each mock CLI.
@@ -82,14 +78,22 @@ func TestRunStreamsEveryVendor(t *testing.T) {
 				t.Fatalf("own stdout lines: %v", own)
 			}
 
-			// file sink: every event (no select), same ids in the same order.
-			fileEvs := readFileSink(t, sinkFile)
-			if len(fileEvs) != len(evs) {
-				t.Fatalf("file sink has %d events, NATS %d", len(fileEvs), len(evs))
+			// file sink: every line and own event (no select), once each,
+			// in order, under the id of the line's first event.
+			var want []string
+			for _, ev := range evs {
+				if len(ev.GetRaw()) > 0 || !events.IsCLIEvent(ev) {
+					want = append(want, ev.GetId())
+				}
 			}
-			for i := range evs {
-				if fileEvs[i].GetId() != evs[i].GetId() {
-					t.Fatalf("file event %d is %s, NATS has %s", i, fileEvs[i].GetId(), evs[i].GetId())
+			payloads := readFileSink(t, sinkFile)
+			if len(payloads) != len(want) {
+				t.Fatalf("file sink has %d payloads, want %d (each line and own event once)", len(payloads), len(want))
+			}
+			pod := p
+			for i, p := range payloads {
+				if p.ID != want[i] || p.Source.Agent != pod.env[runspec.EnvAgentName] || p.Source.Pod != pod.env[runspec.EnvPodName] {
+					t.Fatalf("payload %d is %s from %+v, want %s from the run's pod", i, p.ID, p.Source, want[i])
 				}
 			}
 		})
@@ -108,12 +112,25 @@ func TestRunSelectGatesSinksNotNATS(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d", r.code)
 	}
-	got := kinds(readFileSink(t, sinkFile))
-	want := map[string]int{"lifecycle": 2, "tool_call": 1, "result": 1}
-	if len(got) != len(want) || got["lifecycle"] != 2 || got["tool_call"] != 1 || got["result"] != 1 {
-		t.Fatalf("file sink kinds %v, want %v", got, want)
+	evs := p.natsEvents()
+	got := map[string]int{}
+	for _, p := range readFileSink(t, sinkFile) {
+		if p.kind() != "line" {
+			got[p.kind()]++
+			continue
+		}
+		// A line passes when one of its events does: here its tool call
+		// (Bash) or its result.
+		for _, k := range lineKinds(evs, p.ID) {
+			if k == "tool_call" || k == "result" {
+				got[k]++
+			}
+		}
 	}
-	if k := kinds(p.natsEvents()); k["message"] == 0 || k["tool_call"] != 2 {
+	if len(got) != 3 || got["lifecycle"] != 2 || got["tool_call"] != 1 || got["result"] != 1 {
+		t.Fatalf("file sink got %v, want lifecycle 2, the Bash tool call's line and the result's line", got)
+	}
+	if k := kinds(evs); k["message"] == 0 || k["tool_call"] != 2 {
 		t.Fatalf("NATS must be unfiltered, got %v", k)
 	}
 }
@@ -184,24 +201,4 @@ func TestRunTenMiBFlows(t *testing.T) {
 	if raw != len(cliLines) {
 		t.Fatalf("NATS has %d raw lines, stdout %d", raw, len(cliLines))
 	}
-}
-
-func readFileSink(t *testing.T, path string) []*eventsv1.RunEvent {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	var out []*eventsv1.RunEvent
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 32<<20)
-	for sc.Scan() {
-		ev, err := events.Decode(sc.Bytes())
-		if err != nil {
-			t.Fatalf("file sink line %q: %v", strings.TrimSpace(sc.Text())[:min(80, len(sc.Text()))], err)
-		}
-		out = append(out, ev)
-	}
-	return out
 }

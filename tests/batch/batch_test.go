@@ -154,7 +154,7 @@ func TestATimedOutBatchFails(t *testing.T) {
 	ns := namespace(t)
 	s := newSink(t)
 	before := snapshotLive()
-	recipe(t, ns, "slow", recipeOpts{timeout: 1, onTimeout: agentsv1alpha1.OnTimeoutFail, sinkURL: s.srv.URL})
+	recipe(t, ns, "slow", recipeOpts{timeout: 1, onTimeout: agentsv1alpha1.OnTimeoutFail, sinkURL: s.URL})
 	launch(t, ns, "a", "slow", "")
 	a := waitFor(t, ns, "a", 30*time.Second, "cleaned up", cleanedUp)
 	if a.Status.Phase != agentsv1alpha1.PhaseFailed || a.Status.FailureReason != "batch timed out" {
@@ -181,7 +181,7 @@ func TestATimedOutBatchFallsBackToAJob(t *testing.T) {
 	ns := namespace(t)
 	s := newSink(t)
 	before := snapshotLive()
-	recipe(t, ns, "fallback", recipeOpts{timeout: 1, onTimeout: agentsv1alpha1.OnTimeoutFallback, sinkURL: s.srv.URL})
+	recipe(t, ns, "fallback", recipeOpts{timeout: 1, onTimeout: agentsv1alpha1.OnTimeoutFallback, sinkURL: s.URL})
 	launch(t, ns, "a", "fallback", "")
 	submitted := waitFor(t, ns, "a", 30*time.Second, "submitted", func(a *agentsv1alpha1.Agent) bool { return a.Status.BatchID != "" })
 	fell := waitFor(t, ns, "a", 30*time.Second, "batchFallback", func(a *agentsv1alpha1.Agent) bool { return a.Status.BatchFallback })

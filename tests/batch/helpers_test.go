@@ -1,13 +1,9 @@
 package batch
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,8 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
-	"github.com/agentplane/agentplane/libs/events"
-	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
+	"github.com/agentplane/agentplane/tests/internal/receiver"
 	"github.com/agentplane/agentplane/tests/internal/runs"
 	"github.com/agentplane/agentplane/tools/fakevendor"
 )
@@ -152,56 +147,14 @@ func configureVendor(t *testing.T, f func(*fakevendor.Options)) {
 	t.Cleanup(func() { vendor.Configure(func(o *fakevendor.Options) { *o = saved }) })
 }
 
-// sink records the events POSTed to it.
-type sink struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	evs []*eventsv1.RunEvent
-}
+// sink is an http sink endpoint that knows only the documented payload.
+type sink struct{ *receiver.Receiver }
 
-func newSink(t *testing.T) *sink {
-	s := &sink{}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sc := bufio.NewScanner(r.Body)
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for sc.Scan() {
-			if ev, err := events.Decode(sc.Bytes()); err == nil {
-				s.mu.Lock()
-				s.evs = append(s.evs, ev)
-				s.mu.Unlock()
-			}
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
-}
+func newSink(t *testing.T) *sink { return &sink{receiver.New(t)} }
 
-// lifecycles returns "phase/status" of every lifecycle event received for
-// agent, in arrival order.
-func (s *sink) lifecycles(agent string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, ev := range s.evs {
-		if lc := ev.GetLifecycle(); lc != nil && ev.GetRun().GetAgent() == agent {
-			out = append(out, lc.GetPhase()+"/"+lc.GetStatus())
-		}
-	}
-	return out
-}
+func (s *sink) lifecycles(agent string) []string { return s.Lifecycles(agent) }
 
-func (s *sink) count(agent string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, ev := range s.evs {
-		if ev.GetRun().GetAgent() == agent {
-			n++
-		}
-	}
-	return n
-}
+func (s *sink) count(agent string) int { return len(s.Of(agent)) }
 
 // waitSink waits until the sink holds want lifecycle events for agent.
 func (s *sink) waitLifecycles(t *testing.T, agent string, want int) []string {

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,10 +24,20 @@ import (
 // recipe creates an AgentDefinition and a Station for it in ns.
 func recipe(t *testing.T, ns, name, model, prompt string, deadline int32, vars map[string]string) {
 	t.Helper()
+	recipeWith(t, ns, name, model, prompt, deadline, func(s *agentsv1alpha1.AgentDefinitionSpec) {
+		for k, v := range vars {
+			s.Resources.Env = append(s.Resources.Env, agentsv1alpha1.EnvEntry{Name: k, Value: v})
+		}
+	})
+}
+
+// recipeWith is recipe with the definition's spec changed by mutate.
+func recipeWith(t *testing.T, ns, name, model, prompt string, deadline int32, mutate func(*agentsv1alpha1.AgentDefinitionSpec)) {
+	t.Helper()
 	def := &agentsv1alpha1.AgentDefinition{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: agentsv1alpha1.AgentDefinitionSpec{Model: model, Prompt: prompt, Resources: &agentsv1alpha1.AgentResources{}}}
-	for k, v := range vars {
-		def.Spec.Resources.Env = append(def.Spec.Resources.Env, agentsv1alpha1.EnvEntry{Name: k, Value: v})
+	if mutate != nil {
+		mutate(&def.Spec)
 	}
 	st := &agentsv1alpha1.Station{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: agentsv1alpha1.StationSpec{AgentDefRef: name, DeadlineMinutes: deadline,
@@ -163,5 +176,50 @@ func TestABatchRunFailsWithoutTheBatchComponent(t *testing.T) {
 	if a.Status.Phase != agentsv1alpha1.PhaseFailed || a.Status.FailureReason != "batch execution is disabled on this controller" ||
 		a.Status.BatchID != "" || a.Status.JobName != "" || len(a.Finalizers) != 0 {
 		t.Errorf("status %+v finalizers %v", a.Status, a.Finalizers)
+	}
+}
+
+// TestAConversationStoreOutageDoesNotFailTheRun: the definition continues a
+// conversation from a store that answers 503. The init container skips the
+// restore instead of failing the pod, the CLI starts a fresh conversation
+// (no --resume of a session it does not have), the Agent succeeds, and its
+// ConversationRestored condition says what happened, naming the store
+// without its credentials.
+func TestAConversationStoreOutageDoesNotFailTheRun(t *testing.T) {
+	store := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer store.Close()
+	ns := env.Namespace(t)
+	source := strings.Replace(store.URL, "http://", "http://u:store-secret@", 1) + "/conversations"
+	recipeWith(t, ns, "continuer", "claude-opus-5-5", "Carry on", 5, func(s *agentsv1alpha1.AgentDefinitionSpec) {
+		s.Resources.Conversation = &agentsv1alpha1.ConversationSpec{Source: source, ID: "conv-7"}
+	})
+	launch(t, ns, "carry-on", "continuer", nil)
+	a := waitTerminal(t, ns, "carry-on", 2*time.Minute)
+	if a.Status.Phase != agentsv1alpha1.PhaseSucceeded || *a.Status.ExitCode != 0 {
+		t.Fatalf("status %+v: a conversation store outage must not fail the run", a.Status)
+	}
+	if strings.Contains(a.Status.Output, `"session_id":"conv-7"`) || !strings.Contains(a.Status.Output, `"type":"result"`) {
+		t.Errorf("the CLI resumed the conversation it does not have instead of starting fresh:\n%s", a.Status.Output)
+	}
+	c := meta.FindStatusCondition(a.Status.Conditions, agentsv1alpha1.ConditionConversationRestored)
+	want := `conversation "conv-7" could not be restored from ` + store.URL + `/conversations: status 503; starting a fresh conversation`
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != agentsv1alpha1.ReasonRestoreSkipped || c.Message != want {
+		t.Fatalf("condition %+v, want False/%s %q", c, agentsv1alpha1.ReasonRestoreSkipped, want)
+	}
+	var skipped *eventsv1.Lifecycle
+	for _, ev := range runEvents(t, ns, "carry-on") {
+		if lc := ev.GetLifecycle(); lc.GetPhase() == "init" && lc.GetStatus() == "skipped" {
+			skipped = lc
+		}
+	}
+	if skipped == nil || skipped.GetTool() != "conversation" || skipped.GetReason() != "status-503" || skipped.GetMessage() != want {
+		t.Errorf("init/skipped event %v, want tool conversation, reason status-503 and the condition's message", skipped)
+	}
+	for _, text := range []string{a.Status.Output, c.Message} {
+		if strings.Contains(text, "store-secret") {
+			t.Fatal("the store's credentials reached the Agent's status")
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -254,11 +256,18 @@ func TestOnlyTheRunsTokenAndAllowedCallersGetThrough(t *testing.T) {
 }
 
 // With spec.resumeSession set, the Job restores that conversation from the
-// store and sends no initial prompt: the session waits for the first one.
+// store and sends no initial prompt: the session waits for the first one,
+// and the Agent says the conversation was restored.
 func TestAResumedSessionSendsNoInitialPrompt(t *testing.T) {
+	var mu sync.Mutex
 	var fetched []string
 	store := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			return // the session's save at its end
+		}
+		mu.Lock()
 		fetched = append(fetched, r.URL.Path)
+		mu.Unlock()
 		_, _ = w.Write(conversationArchive(t))
 	}))
 	defer store.Close()
@@ -284,19 +293,65 @@ func TestAResumedSessionSendsNoInitialPrompt(t *testing.T) {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
+	mu.Lock()
 	if len(fetched) != 1 || fetched[0] != "/sess-earlier" {
 		t.Errorf("conversation fetched as %v, want /sess-earlier", fetched)
 	}
+	mu.Unlock()
 	tr := promptWhenReady(t, c, token, ns, "again", "where were we?")
 	if tr.end == nil || tr.end.GetSessionId() == "" {
 		t.Fatalf("turn end %v", tr.end)
 	}
+	// The Agent says, while the session runs, that it continues its
+	// conversation.
+	waitFor(t, ns, "again", 30*time.Second, "ConversationRestored=True/Restored", func(a *agentsv1alpha1.Agent) bool {
+		c := meta.FindStatusCondition(a.Status.Conditions, agentsv1alpha1.ConditionConversationRestored)
+		return a.Status.Phase == agentsv1alpha1.PhaseRunning && c != nil && c.Status == metav1.ConditionTrue && c.Reason == agentsv1alpha1.ReasonRestored
+	})
 	if _, err := c.Close(as(token), &realtimev1.CloseRequest{Agent: &realtimev1.AgentRef{Namespace: ns, Name: "again"}}); err != nil {
 		t.Fatal(err)
 	}
 	a := waitFor(t, ns, "again", 60*time.Second, "terminal", func(a *agentsv1alpha1.Agent) bool { return a.Status.Phase.IsTerminal() })
 	if a.Status.Phase != agentsv1alpha1.PhaseSucceeded {
 		t.Errorf("status %+v", a.Status)
+	}
+}
+
+// A resumed session whose conversation store is down still runs: the init
+// step skips the restore, the session starts fresh and answers its first
+// prompt in a new session, and the Agent says, while the session is still
+// Running, that the conversation was not restored.
+func TestAResumedSessionWhoseStoreIsDownStartsFresh(t *testing.T) {
+	store := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer store.Close()
+	ns := env.Namespace(t)
+	recipe(t, ns, "chat", func(s *agentsv1alpha1.AgentDefinitionSpec) {
+		s.Resources = &agentsv1alpha1.AgentResources{Conversation: &agentsv1alpha1.ConversationSpec{Source: store.URL}}
+	})
+	token := caller(t, ns, "alice", true)
+	launch(t, ns, "again", "chat", "sess-earlier")
+	restored := func(a *agentsv1alpha1.Agent) *metav1.Condition {
+		return meta.FindStatusCondition(a.Status.Conditions, agentsv1alpha1.ConditionConversationRestored)
+	}
+	a := waitFor(t, ns, "again", 90*time.Second, "ConversationRestored set", func(a *agentsv1alpha1.Agent) bool { return restored(a) != nil })
+	want := `conversation "sess-earlier" could not be restored from ` + store.URL + `: status 503; starting a fresh conversation`
+	if c := restored(a); a.Status.Phase != agentsv1alpha1.PhaseRunning || c.Status != metav1.ConditionFalse ||
+		c.Reason != agentsv1alpha1.ReasonRestoreSkipped || c.Message != want {
+		t.Fatalf("phase %s condition %+v: want Running with False/%s %q", a.Status.Phase, c, agentsv1alpha1.ReasonRestoreSkipped, want)
+	}
+	c := promptClient(t)
+	tr := promptWhenReady(t, c, token, ns, "again", "where were we?")
+	if tr.end == nil || tr.end.GetIsError() || tr.end.GetSessionId() == "" || tr.end.GetSessionId() == "sess-earlier" || len(tr.texts) == 0 {
+		t.Fatalf("turn end %v, %d texts: want an answer in a fresh session", tr.end, len(tr.texts))
+	}
+	if _, err := c.Close(as(token), &realtimev1.CloseRequest{Agent: &realtimev1.AgentRef{Namespace: ns, Name: "again"}}); err != nil {
+		t.Fatal(err)
+	}
+	a = waitFor(t, ns, "again", 60*time.Second, "terminal", func(a *agentsv1alpha1.Agent) bool { return a.Status.Phase.IsTerminal() })
+	if c := restored(a); a.Status.Phase != agentsv1alpha1.PhaseSucceeded || c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("phase %s condition %+v: want Succeeded, still saying the conversation was not restored", a.Status.Phase, c)
 	}
 }
 

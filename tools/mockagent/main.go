@@ -26,6 +26,14 @@
 // opencode --session) makes the session id that one; without a prompt the
 // mock then just reports the resumed session. MOCKAGENT_SESSION fixes the
 // id of a new session.
+//
+// As Claude Code does, the mock claude appends each prompt to its session's
+// transcript, $HOME/.claude/projects/<project>/<session>.jsonl (<project>
+// is the working directory with every character but letters and digits
+// replaced by "-"); a fork (--resume X --fork-session --session-id Y)
+// starts Y's transcript with a copy of X's. Nothing is written without
+// HOME, and a transcript that cannot be written is reported on stderr
+// without changing the run.
 package main
 
 import (
@@ -87,7 +95,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// Lets tests check that a supervisor escalates to SIGKILL.
 		signal.Ignore(syscall.SIGTERM)
 	}
-	return play(newEmitter(name), inv, cfg, stdout, stderr)
+	e := newEmitter(name)
+	if cfg.session == "" {
+		cfg.session = e.newSession()
+	}
+	if name == "claude" {
+		// Like Claude Code, keep the session's transcript under HOME, so a
+		// conversation store has something real to save and restore.
+		if err := recordClaudeSession(inv, cfg.session); err != nil {
+			fmt.Fprintf(stderr, "mockagent: session file not written: %v\n", err)
+		}
+	}
+	return play(e, inv, cfg, stdout, stderr)
 }
 
 func isVendor(name string) bool {

@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,6 +28,10 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 		defer func() { _ = os.RemoveAll(dir) }()
+		// The mock claude keeps transcripts under HOME: never the real one.
+		if err := os.Setenv("HOME", filepath.Join(dir, "home")); err != nil {
+			panic(err)
+		}
 		bin = filepath.Join(dir, "mockagent")
 		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 			_, _ = os.Stderr.Write(out)
@@ -393,4 +399,78 @@ func TestInstall(t *testing.T) {
 			t.Errorf("err %v, output %.80s", err, out)
 		}
 	})
+}
+
+// TestClaudeKeepsSessionTranscripts: the mock claude appends each prompt to
+// $HOME/.claude/projects/<project>/<session>.jsonl, the project named
+// after the working directory; a resume appends to the same transcript,
+// and a fork starts the pinned session's transcript with a copy of the
+// resumed one's. The other vendors write nothing under HOME.
+func TestClaudeKeepsSessionTranscripts(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	project := filepath.Join(home, ".claude", "projects", projectName(work))
+	claude := func(args ...string) {
+		t.Helper()
+		argv := append([]string{"--print", "--verbose", "--output-format", "stream-json"}, args...)
+		cmd := exec.Command(filepath.Join(binDir, "claude"), argv...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("claude %q: %v\n%s", args, err, out)
+		}
+	}
+	prompts := func(session string) []string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(project, session+".jsonl"))
+		if err != nil {
+			t.Fatalf("transcript of %s: %v", session, err)
+		}
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var m struct {
+				Message struct{ Content string }
+			}
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("transcript line %q: %v", line, err)
+			}
+			got = append(got, m.Message.Content)
+		}
+		return got
+	}
+
+	claude("--session-id", "sess-a", "--", "first")
+	claude("--resume", "sess-a", "--", "second")
+	if got := prompts("sess-a"); !slices.Equal(got, []string{"first", "second"}) {
+		t.Fatalf("sess-a holds %q, want both prompts in order", got)
+	}
+	claude("--resume", "sess-a", "--fork-session", "--session-id", "sess-b", "--", "third")
+	if got := prompts("sess-b"); !slices.Equal(got, []string{"first", "second", "third"}) {
+		t.Fatalf("the fork sess-b holds %q, want sess-a's prompts then its own", got)
+	}
+	if got := prompts("sess-a"); len(got) != 2 {
+		t.Fatalf("the fork changed sess-a: %q", got)
+	}
+
+	other := t.TempDir()
+	cmd := exec.Command(filepath.Join(binDir, "codex"), "exec", "--json", "--", "x")
+	cmd.Env = append(os.Environ(), "HOME="+other)
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(other); len(entries) != 0 {
+		t.Fatalf("codex wrote under HOME: %v", entries)
+	}
+}
+
+// projectName is Claude Code's project name for a working directory.
+func projectName(dir string) string {
+	var b strings.Builder
+	for _, r := range dir {
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
 }

@@ -174,8 +174,11 @@ type AgentStatus struct {
 	SessionID string `json:"sessionId,omitempty"`
 
 	// conditions explain the phase: Resolved (Station and AgentDefinition
-	// found and accepted) and Started (Job created or batch submitted; False
-	// with reason Queued while waiting for a Station slot).
+	// found and accepted), Started (Job created or batch submitted; False
+	// with reason Queued while waiting for a Station slot) and, on runs that
+	// continue a conversation, ConversationRestored (True, reason Restored;
+	// False, reason RestoreSkipped, when the store could not serve it and
+	// the run started a fresh conversation).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -380,9 +380,10 @@ type BatchSpec struct {
 	MaxTokens int32 `json:"maxTokens,omitempty"`
 	// timeoutMinutes is how long the batch may stay in flight, counted from
 	// status.startedAt, before it is cancelled and onTimeout applies.
-	// Default 1440 (one day).
+	// Default 1440 (one day); at most 525600 (one year).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=525600
 	TimeoutMinutes int32 `json:"timeoutMinutes,omitempty"`
 	// onTimeout is fail (the Agent fails with "batch timed out") or fallback
 	// (the Agent runs as an ordinary Job instead). Default fail.

@@ -62,6 +62,13 @@ const (
 	// submitted. It is False with ReasonQueued while the Agent waits in
 	// Pending for a free slot of its Station.
 	ConditionStarted = "Started"
+
+	// ConditionConversationRestored is set only on runs that continue a
+	// conversation (resources.conversation.id, or spec.resumeSession): True
+	// with ReasonRestored once the run pod's init step restored it from the
+	// store, False with ReasonRestoreSkipped when the store could not serve
+	// it and the run started a fresh conversation instead.
+	ConditionConversationRestored = "ConversationRestored"
 )
 
 // Condition reasons used with the condition types above.
@@ -85,4 +92,12 @@ const (
 	ReasonBatchSubmitted = "BatchSubmitted"
 	// ReasonBatchFallback means the batch timed out and the run fell back to a Job.
 	ReasonBatchFallback = "BatchFallback"
+	// ReasonRestored means the conversation the run continues was restored
+	// from its store.
+	ReasonRestored = "Restored"
+	// ReasonRestoreSkipped means the conversation could not be restored (the
+	// store was unreachable, answered non-2xx or served a bad archive, or
+	// its header line was unusable) and the run started a fresh one; the
+	// message says why.
+	ReasonRestoreSkipped = "RestoreSkipped"
 )

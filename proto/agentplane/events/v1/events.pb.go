@@ -130,7 +130,12 @@ type RunIdentity struct {
 	// Station the Agent runs on, empty when it has none.
 	Station string `protobuf:"bytes,4,opt,name=station,proto3" json:"station,omitempty"`
 	// Caller-supplied task id the run works on, empty when none was given.
-	TaskId        string `protobuf:"bytes,5,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	TaskId string `protobuf:"bytes,5,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// Name of the pod that produced the event, empty for events the
+	// controller sends itself (a batch run before any fallback Job). A run
+	// that falls back from a batch to a Job, or whose pod is replaced, has
+	// events from more than one pod; this tells them apart.
+	Pod           string `protobuf:"bytes,6,opt,name=pod,proto3" json:"pod,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -196,6 +201,13 @@ func (x *RunIdentity) GetStation() string {
 func (x *RunIdentity) GetTaskId() string {
 	if x != nil {
 		return x.TaskId
+	}
+	return ""
+}
+
+func (x *RunIdentity) GetPod() string {
+	if x != nil {
+		return x.Pod
 	}
 	return ""
 }
@@ -479,7 +491,8 @@ type Lifecycle struct {
 	// vendor CLI process) or "batch" (a vendor batch job).
 	Phase string `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
 	// Where that part now is: "started", "installing", "running",
-	// "succeeded", "failed" or "timeout" (e.g. batch/timeout when a batch run
+	// "succeeded", "failed", "skipped" (a best-effort step that did not
+	// happen, e.g. init/conversation when the store is down) or "timeout" (e.g. batch/timeout when a batch run
 	// outlived its time limit).
 	Status string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
 	// Short machine-readable cause for a failure ("not-found", "spawn",
@@ -490,7 +503,10 @@ type Lifecycle struct {
 	// "no process exited".
 	ExitCode *int32 `protobuf:"varint,4,opt,name=exit_code,json=exitCode,proto3,oneof" json:"exit_code,omitempty"`
 	// Tool or package manager an init step was working on, empty otherwise.
-	Tool          string `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
+	Tool string `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
+	// Human-readable detail of a failed or skipped step, such as why a
+	// conversation could not be restored. Never carries credentials.
+	Message       string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -556,6 +572,13 @@ func (x *Lifecycle) GetExitCode() int32 {
 func (x *Lifecycle) GetTool() string {
 	if x != nil {
 		return x.Tool
+	}
+	return ""
+}
+
+func (x *Lifecycle) GetMessage() string {
+	if x != nil {
+		return x.Message
 	}
 	return ""
 }
@@ -1056,13 +1079,14 @@ var File_agentplane_events_v1_events_proto protoreflect.FileDescriptor
 
 const file_agentplane_events_v1_events_proto_rawDesc = "" +
 	"\n" +
-	"!agentplane/events/v1/events.proto\x12\x14agentplane.events.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x86\x01\n" +
+	"!agentplane/events/v1/events.proto\x12\x14agentplane.events.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x98\x01\n" +
 	"\vRunIdentity\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x10\n" +
 	"\x03uid\x18\x03 \x01(\tR\x03uid\x12\x18\n" +
 	"\astation\x18\x04 \x01(\tR\astation\x12\x17\n" +
-	"\atask_id\x18\x05 \x01(\tR\x06taskId\"\x82\x06\n" +
+	"\atask_id\x18\x05 \x01(\tR\x06taskId\x12\x10\n" +
+	"\x03pod\x18\x06 \x01(\tR\x03pod\"\x82\x06\n" +
 	"\bRunEvent\x123\n" +
 	"\x03run\x18\x01 \x01(\v2!.agentplane.events.v1.RunIdentityR\x03run\x123\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1f.agentplane.events.v1.EventKindR\x04kind\x12\x1a\n" +
@@ -1083,13 +1107,14 @@ const file_agentplane_events_v1_events_proto_rawDesc = "" +
 	"\x06result\x18\x0f \x01(\v2\x1c.agentplane.events.v1.ResultH\x00R\x06result\x125\n" +
 	"\x04file\x18\x10 \x01(\v2\x1f.agentplane.events.v1.FileEventH\x00R\x04file\x128\n" +
 	"\x05batch\x18\x11 \x01(\v2 .agentplane.events.v1.BatchEventH\x00R\x05batchB\t\n" +
-	"\apayload\"\x95\x01\n" +
+	"\apayload\"\xaf\x01\n" +
 	"\tLifecycle\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12 \n" +
 	"\texit_code\x18\x04 \x01(\x05H\x00R\bexitCode\x88\x01\x01\x12\x12\n" +
-	"\x04tool\x18\x05 \x01(\tR\x04toolB\f\n" +
+	"\x04tool\x18\x05 \x01(\tR\x04tool\x12\x18\n" +
+	"\amessage\x18\x06 \x01(\tR\amessageB\f\n" +
 	"\n" +
 	"_exit_code\"1\n" +
 	"\aMessage\x12\x12\n" +

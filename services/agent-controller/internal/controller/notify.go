@@ -62,9 +62,7 @@ func (c *Controller) deliver(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentD
 	if err != nil {
 		c.log.Warn("some output sinks of a batch run could not be built", "agent", a.Namespace+"/"+a.Name, "error", err)
 	}
-	for _, ev := range evs {
-		_ = set.Deliver(context.Background(), ev) // drops are counted by the set
-	}
+	_ = set.DeliverAll(evs) // drops are counted and refusals logged by the set
 	ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
 	defer cancel()
 	if err := set.Close(ctx); err != nil {

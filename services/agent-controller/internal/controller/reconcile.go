@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
 )
 
@@ -29,6 +30,15 @@ const (
 
 // logTailLines bounds how much of the pod log is fetched before capping.
 const logTailLines = 10000
+
+// The init container's log is short (a line per step, event and warning);
+// its tail holds the conversation step and the init's end. LimitBytes
+// counts from the first line of that tail, so it is far above what the
+// tail holds: a cut would drop the end, which is the part read.
+const (
+	initLogTailLines  = 200
+	initLogLimitBytes = 1 << 20
+)
 
 // reconcileKey reconciles one Agent from the cache.
 func (c *Controller) reconcileKey(ctx context.Context, key string) (string, error) {
@@ -144,8 +154,10 @@ func (c *Controller) cachedOrLive(ctx context.Context, inf cache.SharedIndexInfo
 	return true, nil
 }
 
-// readRun fills the Job and, once it finished, the pod outcome. Reading the
-// pod back is best-effort: any failure there still lets the run end.
+// readRun fills the Job and, once it finished, the pod outcome; while it
+// runs, only the init log's restore outcome when ReadsInitLog asks for it.
+// Reading the pod back is best-effort: any failure there still lets the
+// run end.
 func (c *Controller) readRun(ctx context.Context, snap *reconcile.Snapshot) error {
 	a := snap.Agent
 	name := reconcile.JobNameOf(a)
@@ -155,6 +167,13 @@ func (c *Controller) readRun(ctx context.Context, snap *reconcile.Snapshot) erro
 		// lagging cache is never mistaken for a garbage-collected Job.
 		if cached, ok := obj.(*batchv1.Job); ok && !reconcile.JobFinished(cached) {
 			snap.Job = cached
+			if reconcile.ReadsInitLog(a, cached) {
+				pod, err := c.readPod(ctx, cached, false, true)
+				if err != nil {
+					return err
+				}
+				snap.Pod = pod
+			}
 			return nil
 		}
 	}
@@ -166,17 +185,29 @@ func (c *Controller) readRun(ctx context.Context, snap *reconcile.Snapshot) erro
 		return fmt.Errorf("get Job %s: %w", name, err)
 	}
 	snap.Job = job
-	if !reconcile.JobFinished(job) {
-		return nil
+	finished, initLog := reconcile.JobFinished(job), reconcile.ReadsInitLog(a, job)
+	if finished || initLog {
+		pod, err := c.readPod(ctx, job, finished, initLog)
+		if err != nil {
+			return err
+		}
+		snap.Pod = pod
 	}
-	snap.Pod = c.readPod(ctx, job)
 	return nil
 }
 
-func (c *Controller) readPod(ctx context.Context, job *batchv1.Job) reconcile.PodOutcome {
+// readPod reads the Job's pod back: its agent container's exit code and
+// log when agentLog is set (the run finished), and the init container's
+// log, for the conversation restore's outcome, when initLog is set. A
+// failed pod LIST is an error to retry: only a pod that is really gone
+// makes the run lose its output.
+func (c *Controller) readPod(ctx context.Context, job *batchv1.Job, agentLog, initLog bool) (reconcile.PodOutcome, error) {
 	pods, err := c.kube.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name})
-	if err != nil || len(pods.Items) == 0 {
-		return reconcile.PodOutcome{}
+	if err != nil {
+		return reconcile.PodOutcome{}, fmt.Errorf("list the pods of Job %s: %w", job.Name, err)
+	}
+	if len(pods.Items) == 0 {
+		return reconcile.PodOutcome{}, nil
 	}
 	// With backoffLimit 0 there is one pod; take the newest if not.
 	sort.Slice(pods.Items, func(i, j int) bool {
@@ -184,20 +215,43 @@ func (c *Controller) readPod(ctx context.Context, job *batchv1.Job) reconcile.Po
 	})
 	pod := &pods.Items[0]
 	out := reconcile.PodOutcome{Found: true}
+	if initLog {
+		// Best-effort: an unread log sets no condition, and the next pass
+		// tries again.
+		raw, err := c.kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{
+			Container: jobbuild.InitContainerName, TailLines: ptr.To[int64](initLogTailLines), LimitBytes: ptr.To[int64](initLogLimitBytes),
+		}).DoRaw(ctx)
+		if err != nil {
+			c.log.Debug("init container log not read", "pod", pod.Namespace+"/"+pod.Name, "error", err)
+		} else {
+			out.Restore = reconcile.ParseRestore(string(raw))
+		}
+	}
+	if !agentLog {
+		return out, nil
+	}
 	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.Name == agentsv1alpha1.AgentContainerName && cs.State.Terminated != nil {
 			out.ExitCode = ptr.To(cs.State.Terminated.ExitCode)
 		}
 	}
-	raw, err := c.kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{
+	// Streamed and cut to what status.output keeps, so a pod that printed
+	// gigabytes costs the controller no more memory than a quiet one.
+	stream, err := c.kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{
 		Container: agentsv1alpha1.AgentContainerName, TailLines: ptr.To[int64](logTailLines),
-	}).DoRaw(ctx)
+	}).Stream(ctx)
 	if err != nil {
 		out.LogErr = errors.New("reading the agent container log failed: " + err.Error())
-		return out
+		return out, nil
 	}
-	out.Log = string(raw)
-	return out
+	defer func() { _ = stream.Close() }()
+	tail, err := reconcile.ReadTail(stream, c.opts.Reconcile.MaxOutputBytes)
+	if err != nil {
+		out.LogErr = errors.New("reading the agent container log failed: " + err.Error())
+		return out, nil
+	}
+	out.Log, out.LogDropped = tail.Text, tail.Dropped
+	return out, nil
 }
 
 // apply makes the plan's writes in order. A 409 on the status patch means

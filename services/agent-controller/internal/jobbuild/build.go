@@ -33,6 +33,9 @@ const (
 	SafeToEvictAnnotation = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 	// RealtimePort is where a realtime run's supervisor serves prompts.
 	RealtimePort = realtime.Port
+	// InitContainerName is the run pod's init container, `supervisor init`;
+	// the controller reads its log for the conversation restore's outcome.
+	InitContainerName = "init"
 	// tokenVolume mounts a realtime run's token Secret.
 	tokenVolume = "realtime-token"
 )
@@ -164,7 +167,7 @@ func Build(in Input) (*batchv1.Job, error) {
 		}
 	}
 	ps.InitContainers = []corev1.Container{{
-		Name:         "init",
+		Name:         InitContainerName,
 		Image:        in.Config.SupervisorImage,
 		Command:      []string{in.Config.SupervisorPath, runspec.CommandInit},
 		Env:          env,

@@ -161,7 +161,7 @@ func TestTheSupervisorReadsWhatTheJobSays(t *testing.T) {
 		Deadline: 30*time.Minute - 10*time.Second, ExitGrace: runspec.DefaultExitGrace, NATSURL: "nats://nats:4222",
 		SinksJSON:  `[{"type":"http","url":"https://hook","headers_secret":"hook-auth"}]`,
 		SelectJSON: `[{"event":"result"}]`, SkillsJSON: "[]", ReposJSON: `[{"name":"r","url":"o/r","token_secret":"gh-token"}]`,
-		ParametersJSON: `{"issue":"42"}`, TargetRepo: "o/r", Branch: "fix-42",
+		ParametersJSON: `{"issue":"42"}`, TargetRepo: "o/r", Branch: "fix-42", Pod: "agent-job-fix-42-abcde",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("the supervisor reads\n%+v\nwant\n%+v", got, want)

@@ -222,8 +222,14 @@ func decideRunning(s Snapshot) Plan {
 	}
 	done, succeeded, jobReason := jobOutcome(s.Job)
 	if !done {
+		// A long-running (realtime) run says early whether it continues its
+		// conversation; this is its only write while it runs.
+		if setRestoreCondition(st, s) {
+			return Plan{Status: st}
+		}
 		return Plan{}
 	}
+	setRestoreCondition(st, s)
 	output, reason := "", ""
 	switch {
 	case !s.Pod.Found:
@@ -231,7 +237,7 @@ func decideRunning(s Snapshot) Plan {
 	case s.Pod.LogErr != nil:
 		reason = "run output unavailable: " + s.Pod.LogErr.Error()
 	default:
-		output = TailOutput(s.Pod.Log, s.Config.MaxOutputBytes)
+		output = tailOutput(s.Pod.Log, s.Pod.LogDropped, s.Config.MaxOutputBytes)
 		if id := realtimeSessionID(s.Job, s.Pod.Log); id != "" {
 			st.SessionID = id
 		}

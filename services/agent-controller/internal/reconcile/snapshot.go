@@ -76,7 +76,8 @@ func (c Config) batchUnit() time.Duration {
 	return c.BatchTimeoutUnit
 }
 
-// PodOutcome is what was read back from a finished run's pod.
+// PodOutcome is what was read back from a finished run's pod; for a run
+// still going, only Restore, when ReadsInitLog asked for it.
 type PodOutcome struct {
 	// Found is false when the pod was already garbage-collected.
 	Found bool
@@ -84,8 +85,14 @@ type PodOutcome struct {
 	ExitCode *int32
 	// Log is the agent container's log tail.
 	Log string
+	// LogDropped counts the log's bytes before Log, discarded while it
+	// was read (the controller keeps only what status.output can hold).
+	LogDropped int64
 	// LogErr is set when the pod exists but its log could not be read.
 	LogErr error
+	// Restore is what the init container's log says about the conversation
+	// restore; read only when ReadsInitLog says so, zero otherwise.
+	Restore RestoreOutcome
 }
 
 // Snapshot is everything one decision reads.
@@ -97,7 +104,8 @@ type Snapshot struct {
 	Definition *agentsv1alpha1.AgentDefinition
 	// Job is the run's Job, nil when it does not exist.
 	Job *batchv1.Job
-	// Pod is read only once the Job is finished.
+	// Pod is read once the Job is finished, and while it runs only for
+	// its init log (ReadsInitLog).
 	Pod PodOutcome
 	// Batch is what batch-poller reported for a Running batch run in this
 	// pass; nil when it was not asked (not due).

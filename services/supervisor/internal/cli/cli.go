@@ -20,6 +20,11 @@ import (
 // to HOME; the CLI is pointed at it only when it exists.
 const SettingsFile = ".claude/settings.json"
 
+// ConversationSkippedFile is the marker, under the agent dir, that
+// `supervisor init` leaves when the conversation the run continues could
+// not be restored from its store. Its content is the reason, for people.
+const ConversationSkippedFile = ".agentplane/conversation-skipped"
+
 // Plan is what to run.
 type Plan struct {
 	Spec       *runspec.Spec
@@ -70,6 +75,20 @@ func Load(env runenv.Env) (*Plan, error) {
 		}
 	}
 	return &Plan{Spec: spec, Vendor: v, Invocation: inv}, nil
+}
+
+// StartFresh drops the session to resume when the init step left
+// ConversationSkippedFile under agentDir: the CLI would refuse to resume a
+// session it does not have ("no conversation found") and fail the run. A
+// pin stays, so the fresh session is still saved under the pinned id, and a
+// resumed realtime session keeps sending no initial prompt (it waits for
+// the first one). It reports whether the marker was there.
+func (p *Plan) StartFresh(agentDir string) bool {
+	if !fileExists(filepath.Join(agentDir, ConversationSkippedFile)) {
+		return false
+	}
+	p.Invocation.ResumeID = ""
+	return true
 }
 
 // Argv returns the command line to start.

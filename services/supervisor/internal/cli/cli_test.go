@@ -120,3 +120,61 @@ func TestLoadRefusesAMissingSpec(t *testing.T) {
 		t.Fatal("no spec accepted")
 	}
 }
+
+func TestStartFresh(t *testing.T) {
+	tests := []struct {
+		name       string
+		spec       *runspec.Spec
+		env        map[string]string
+		marker     bool
+		wantResume string
+		wantPin    string
+		wantFresh  bool
+	}{
+		{name: "the skip marker clears the conversation to resume and keeps the pin",
+			spec: &runspec.Spec{Model: "claude-x", Prompt: "p"}, marker: true, wantFresh: true, wantPin: "new",
+			env: map[string]string{runspec.EnvConversationID: "old", runspec.EnvConversationPin: "new"}},
+		{name: "without the marker the conversation is resumed",
+			spec: &runspec.Spec{Model: "claude-x", Prompt: "p"}, wantResume: "old", wantPin: "new",
+			env: map[string]string{runspec.EnvConversationID: "old", runspec.EnvConversationPin: "new"}},
+		{name: "a resumed realtime session starts fresh with the marker and still sends no prompt",
+			spec:   &runspec.Spec{Model: "claude-x", Prompt: "p", ResumeSession: "s1", Execution: runspec.ExecutionRealtime},
+			env:    map[string]string{runspec.EnvConversationID: "s1"},
+			marker: true, wantFresh: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := load(t, tt.spec, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			agentDir := t.TempDir()
+			if tt.marker {
+				f := filepath.Join(agentDir, ConversationSkippedFile)
+				if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(f, []byte("store down\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := p.StartFresh(agentDir); got != tt.wantFresh {
+				t.Fatalf("StartFresh = %v, want %v", got, tt.wantFresh)
+			}
+			inv := p.Invocation
+			if inv.ResumeID != tt.wantResume || inv.PinID != tt.wantPin {
+				t.Fatalf("resume %q pin %q, want %q %q", inv.ResumeID, inv.PinID, tt.wantResume, tt.wantPin)
+			}
+			if tt.spec.ResumeSession != "" && inv.Prompt != "" {
+				t.Fatalf("a resumed session sends no initial prompt, got %q", inv.Prompt)
+			}
+			argv, err := p.Argv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j := strings.Join(argv, " "); strings.Contains(j, "--resume") == tt.wantFresh {
+				t.Fatalf("argv %q", j)
+			}
+		})
+	}
+}

@@ -151,9 +151,9 @@ func (e *Emitter) Lifecycle(phase, status, reason string, exitCode *int32, tool 
 		Phase: phase, Status: status, Reason: reason, ExitCode: exitCode, Tool: tool}}})
 }
 
-// Event stamps ev and emits it everywhere: its line to stdout (the
-// envelope; CLI lines are echoed verbatim by the caller instead), then the
-// sinks and NATS.
+// Event stamps ev and emits it everywhere: its event object to stdout
+// (CLI lines are echoed verbatim by the caller instead), then the sinks
+// and NATS.
 func (e *Emitter) Event(ev *eventsv1.RunEvent) {
 	e.run.Stamp(ev)
 	e.outMu.Lock()
@@ -175,6 +175,18 @@ func (e *Emitter) Deliver(ev *eventsv1.RunEvent) {
 	_ = e.set.Deliver(context.Background(), ev) // drops are counted by the Set
 	if e.pub != nil {
 		e.pub.Publish(ev)
+	}
+}
+
+// DeliverLine passes the already stamped events of one CLI line to the
+// sinks (which get the line once) and NATS (each event) without echoing
+// them; it never blocks.
+func (e *Emitter) DeliverLine(line []byte, evs []*eventsv1.RunEvent) {
+	_ = e.set.DeliverLine(line, evs) // drops and refusals are counted and logged by the Set
+	if e.pub != nil {
+		for _, ev := range evs {
+			e.pub.Publish(ev)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package initstep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -37,12 +39,44 @@ var httpClient = &http.Client{
 	},
 }
 
+// Causes of a failed download, short enough to be a lifecycle reason (a
+// skipped conversation restore reports its cause as the reason). A non-2xx
+// answer is "status-<code>", see statusCause.
+const (
+	causeBadSource   = "bad-source"
+	causeUnreachable = "unreachable"
+	causeBadArchive  = "bad-archive"
+	causeAuthHeader  = "auth-header"
+)
+
+func statusCause(code int) string { return "status-" + strconv.Itoa(code) }
+
+// fetchError is a failed download: the url without credentials (empty when
+// the source is not a usable url), a machine-readable cause, and what went
+// wrong.
+type fetchError struct {
+	url   string
+	cause string
+	err   error
+}
+
+func (e *fetchError) Error() string {
+	if e.url == "" {
+		return e.err.Error()
+	}
+	return "GET " + e.url + ": " + e.err.Error()
+}
+
+func (e *fetchError) Unwrap() error { return e.err }
+
 // get fetches base/name and calls fn with the body of a 2xx answer. The
-// error never includes header values; it names the url without userinfo.
+// error, a *fetchError, never includes header values; it names the url
+// without userinfo. An error of fn is a bad archive: fn unpacks the body,
+// and a body cut off half-way is as unusable as a malformed one.
 func get(ctx context.Context, base, name string, header http.Header, fn func(io.Reader) error) error {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("source is not an http(s) url")
+		return &fetchError{cause: causeBadSource, err: errors.New("source is not an http(s) url")}
 	}
 	u = u.JoinPath(name)
 	safe := sinks.SafeURL(u)
@@ -50,21 +84,21 @@ func get(ctx context.Context, base, name string, header http.Header, fn func(io.
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", safe, err)
+		return &fetchError{url: safe, cause: causeBadSource, err: err}
 	}
 	for k, vs := range header {
 		req.Header[k] = vs
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", safe, scrub(err))
+		return &fetchError{url: safe, cause: causeUnreachable, err: scrub(err)}
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("GET %s: status %d", safe, resp.StatusCode)
+		return &fetchError{url: safe, cause: statusCause(resp.StatusCode), err: fmt.Errorf("status %d", resp.StatusCode)}
 	}
 	if err := fn(resp.Body); err != nil {
-		return fmt.Errorf("GET %s: %w", safe, err)
+		return &fetchError{url: safe, cause: causeBadArchive, err: err}
 	}
 	return nil
 }

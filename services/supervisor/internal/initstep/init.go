@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,21 +22,23 @@ import (
 
 	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/sinks"
+	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 	"github.com/agentplane/agentplane/services/supervisor/internal/cli"
 	"github.com/agentplane/agentplane/services/supervisor/internal/emit"
 	"github.com/agentplane/agentplane/services/supervisor/internal/repos"
 	"github.com/agentplane/agentplane/services/supervisor/internal/runenv"
 )
 
-// Exit codes of `supervisor init`, one per step that can fail. Skills and
-// settings are best-effort (as in the reference) and never fail the pod.
+// Exit codes of `supervisor init`, one per step that can fail. Skills,
+// settings and the conversation restore are best-effort and never fail the
+// pod over what a remote store serves.
 const (
 	ExitBundle       = 10 // copying the supervisor into the agent volume
 	ExitSpec         = 11 // AGENT_RUN_SPEC missing or unusable
 	ExitHome         = 12 // HOME cannot be created or written
 	ExitRepos        = 13 // AGENT_REPOS does not parse
 	ExitClone        = 14 // a clone or checkout failed
-	ExitConversation = 15 // the conversation to continue could not be restored
+	ExitConversation = 15 // the vendor's state dir or the skip marker could not be written
 	ExitConfig       = 16 // the vendor's config files could not be written
 	ExitChown        = 17 // handing the volumes to the agent's user failed
 )
@@ -302,33 +305,101 @@ func (s *steps) skills(ctx context.Context) *failure {
 }
 
 // conversation restores the session the run continues: GET
-// <source>/<id>, a tar.gz of the vendor's state dir relative to HOME.
-// Unlike the reference (best-effort), a failure stops the pod: the CLI
-// would otherwise start with --resume of a session it does not have, and
-// fail later with a less useful message.
+// <source>/<id>, a tar.gz of the vendor's state dir relative to HOME. It is
+// best-effort: a store that is down, answers non-2xx or serves a bad
+// archive, or an unusable header line, must not cost the run. The step
+// then reports init/skipped (reason: the cause, message: what happened,
+// without credentials), leaves the state dir empty, and writes
+// cli.ConversationSkippedFile so `supervisor run` starts a fresh
+// conversation instead of resuming one the CLI does not have. Only a local
+// filesystem failure stops the pod.
 func (s *steps) conversation(ctx context.Context) *failure {
 	e := s.opts.Env
+	marker := filepath.Join(s.opts.AgentDir, cli.ConversationSkippedFile)
+	if err := os.Remove(marker); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail(ExitConversation, "conversation", fmt.Errorf("remove %s: %w", marker, err))
+	}
 	state := s.plan.Vendor.StateDir()
 	if e.ConversationSource == "" || e.ConversationID == "" || state == "" {
 		return nil
 	}
+	dir := filepath.Join(e.Home, state)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(ExitConversation, "conversation", err)
+	}
+	err := s.restore(ctx, state)
+	if err == nil {
+		return nil
+	}
+	cause := causeUnreachable
+	var fe *fetchError
+	if errors.As(err, &fe) {
+		cause = fe.cause
+	}
+	if cause == causeBadArchive {
+		// The archive failed half-way: what was unpacked is part of a
+		// session, which no CLI should find.
+		if err := os.RemoveAll(dir); err != nil {
+			return fail(ExitConversation, "conversation", fmt.Errorf("clear a half-restored conversation: %w", err))
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fail(ExitConversation, "conversation", err)
+		}
+	}
+	msg := skipMessage(e.ConversationID, e.ConversationSource, err)
+	s.log.Warn("conversation not restored; starting a fresh conversation",
+		"conversation", e.ConversationID, "cause", cause, "err", err)
+	if err := os.MkdirAll(filepath.Dir(marker), 0o755); err != nil {
+		return fail(ExitConversation, "conversation", err)
+	}
+	if err := os.WriteFile(marker, []byte(msg+"\n"), 0o644); err != nil {
+		return fail(ExitConversation, "conversation", err)
+	}
+	s.em.Event(&eventsv1.RunEvent{Payload: &eventsv1.RunEvent_Lifecycle{Lifecycle: &eventsv1.Lifecycle{
+		Phase: "init", Status: "skipped", Reason: cause, Tool: "conversation", Message: msg}}})
+	return nil
+}
+
+// restore fetches the conversation and unpacks it into HOME/state.
+func (s *steps) restore(ctx context.Context, state string) error {
+	e := s.opts.Env
 	var header http.Header
 	if e.ConversationAuth != "" {
+		// The error names header lines and names, never their values.
 		h, err := sinks.ParseHeaderLines(e.Getenv(e.ConversationAuth))
 		if err != nil {
-			return fail(ExitConversation, "conversation", fmt.Errorf("header from %s: %w", e.ConversationAuth, err))
+			return &fetchError{cause: causeAuthHeader, err: fmt.Errorf("header from %s: %w", e.ConversationAuth, err)}
 		}
 		header = h
 	}
-	if err := os.MkdirAll(filepath.Join(e.Home, state), 0o755); err != nil {
-		return fail(ExitConversation, "conversation", err)
-	}
-	if err := get(ctx, e.ConversationSource, e.ConversationID, header, func(r io.Reader) error {
+	return get(ctx, e.ConversationSource, e.ConversationID, header, func(r io.Reader) error {
 		return extract(r, e.Home, state)
-	}); err != nil {
-		return fail(ExitConversation, "conversation", err)
+	})
+}
+
+// maxSkipMessage bounds a skipped restore's message: it ends up in a
+// lifecycle event and an Agent condition.
+const maxSkipMessage = 1024
+
+// skipMessage is the one-line, credential-free explanation of a skipped
+// restore, e.g. `conversation "abc" could not be restored from
+// https://store/conv: status 503; starting a fresh conversation`.
+func skipMessage(id, source string, err error) string {
+	where := "its source"
+	if u, perr := url.Parse(source); perr == nil && u.Host != "" {
+		where = sinks.SafeURL(u)
 	}
-	return nil
+	detail := err
+	var fe *fetchError
+	if errors.As(err, &fe) {
+		// The url fetched is <source>/<id>, both named already.
+		detail = fe.err
+	}
+	text := strings.Join(strings.Fields(detail.Error()), " ")
+	if len(text) > maxSkipMessage {
+		text = strings.ToValidUTF8(text[:maxSkipMessage], "") + "..."
+	}
+	return fmt.Sprintf("conversation %q could not be restored from %s: %s; starting a fresh conversation", id, where, text)
 }
 
 // config writes the files the vendor CLI reads its MCP servers and

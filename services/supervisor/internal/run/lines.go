@@ -120,6 +120,7 @@ func (p *pipeline) handle(line []byte) {
 			p.log.Warn("CLI printed a line that is not a valid event; kept as raw", "err", err)
 		}
 	}
+	stamped := make([]*eventsv1.RunEvent, 0, len(evs))
 	for i := range evs {
 		ev := evs[i].Proto()
 		if i == 0 {
@@ -130,8 +131,12 @@ func (p *pipeline) handle(line []byte) {
 			p.gotRes = true
 			p.result <- evs[i].IsError
 		}
-		p.em.Run().Stamp(ev)
-		p.em.Deliver(ev)
+		stamped = append(stamped, p.em.Run().Stamp(ev))
+	}
+	if len(stamped) > 0 {
+		p.em.DeliverLine(stamped[0].GetRaw(), stamped)
+	}
+	for _, ev := range stamped {
 		if p.tap != nil {
 			p.tap(ev)
 		}

@@ -135,6 +135,12 @@ func (r *runner) realtime(plan *cli.Plan) int {
 	stopServer(srv, stopTimeout)
 	r.log.Info("realtime session ended", "reason", reason, "session_id", id, "turns", turns)
 	r.watchFiles()
+	if turns > 0 {
+		// Saved under the session id the Agent's status reports, which a
+		// later Agent's resumeSession restores. A session in which no turn
+		// ran changed nothing.
+		r.saveConversation(plan.Vendor, id, reason == ReasonTerminated)
+	}
 	c32 := int32(code)
 	if code == 0 {
 		r.em.Lifecycle("agent", "succeeded", reason, &c32, "")

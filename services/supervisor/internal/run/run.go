@@ -89,6 +89,9 @@ func Main(opts Options) int {
 		return r.failEarly("", ReasonSpec, ExitUsage, err)
 	}
 	vendor := plan.Vendor.Name()
+	if resume := plan.Invocation.ResumeID; plan.StartFresh(opts.AgentDir) {
+		log.Warn("the conversation to continue was not restored; starting a fresh one", "conversation", resume)
+	}
 	if opts.Env.Realtime() || plan.Spec.Execution == runspec.ExecutionRealtime {
 		// A realtime run serves prompts on :8090 until its session ends.
 		return r.realtime(plan)
@@ -217,6 +220,9 @@ func (r *runner) supervise(c *child, v vendors.Vendor) int {
 	r.log.Info("agent ended", "exit_code", code, "lines", p.lines, "events", p.events,
 		"malformed", p.malformed, "oversized", p.oversized)
 	r.watchFiles()
+	// Whatever the outcome: the pinned session is what a later run
+	// continues, a failed one included.
+	r.saveConversation(v, r.opts.Env.ConversationPin, reason == ReasonTerminated)
 	var err error
 	if reason == ReasonNoResult {
 		err = fmt.Errorf("the agent exited 0 without a result line")

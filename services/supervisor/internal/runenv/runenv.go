@@ -49,7 +49,7 @@ func (e Env) Realtime() bool { return e.Execution == runspec.ExecutionRealtime }
 
 // Identity is the run identity stamped on every event.
 func (e Env) Identity() *eventsv1.RunIdentity {
-	return &eventsv1.RunIdentity{Namespace: e.Namespace, Agent: e.Agent, Uid: e.UID, Station: e.Station, TaskId: e.TaskID}
+	return &eventsv1.RunIdentity{Namespace: e.Namespace, Agent: e.Agent, Uid: e.UID, Station: e.Station, TaskId: e.TaskID, Pod: e.Pod}
 }
 
 // seconds parses a positive whole number of seconds; unset, zero, negative
