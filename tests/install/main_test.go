@@ -81,8 +81,10 @@ func run(m *testing.M) int {
 	}
 	// envtest turns the ServiceAccount admission plugin off; a cluster has
 	// it on, and it is what mounts each pod's projected token.
+	// OwnerReferencesPermissionEnforcement is on as in OpenShift: a chart
+	// whose RBAC misses an owner's finalizers cannot create owned objects.
 	e, err := testenv.Start(ctx, testenv.Options{ControllerManager: true, CRDDir: noCRDs,
-		APIServerArgs: map[string]string{"disable-admission-plugins": ""}})
+		APIServerArgs: map[string]string{"disable-admission-plugins": "", "enable-admission-plugins": "OwnerReferencesPermissionEnforcement"}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "install: %v\n", err)
 		return 1

@@ -198,6 +198,17 @@ func (s *Server) Live() map[string][]string {
 	}
 }
 
+// Lose drops an Anthropic batch as if the vendor had purged it: from then
+// on every call about it answers 404, as the real API does for a batch it
+// no longer holds. It reports whether the batch existed.
+func (s *Server) Lose(anthropicBatchID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.anth.batches[anthropicBatchID]
+	delete(s.anth.batches, anthropicBatchID)
+	return ok
+}
+
 // handle registers a route and wraps it with counting and an auth check.
 func (s *Server) handle(pattern string, auth func(*http.Request) bool, deny http.HandlerFunc, h http.HandlerFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {

@@ -30,6 +30,13 @@ var providers = map[agentsv1alpha1.BatchProvider]batchpb.Provider{
 
 // batchRef is the batch-poller view of a's batch.
 func batchRef(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition, model string) *batchpb.BatchRef {
+	if reconcile.ProviderFor(model) != a.Status.BatchProvider {
+		// The recipe's model was edited after submit to one the batch's
+		// provider does not serve: the batch is still that provider's, so
+		// ask without a model (the provider's own CLI lines) rather than
+		// with one batch-poller must refuse.
+		model = ""
+	}
 	return &batchpb.BatchRef{
 		Run:      batchRunOf(a, def),
 		Provider: providers[a.Status.BatchProvider],
@@ -91,7 +98,16 @@ func (c *Controller) askBatch(ctx context.Context, snap *reconcile.Snapshot) err
 	defer cancel()
 	resp, err := c.opts.Batch.Get(ctx, &batchpb.GetRequest{Batch: batchRef(a, snap.Definition, a.EffectiveModel(snap.Definition))})
 	if err != nil {
-		return fmt.Errorf("get batch %s: %w", a.Status.BatchID, err)
+		if now.Before(deadline) {
+			return fmt.Errorf("get batch %s: %w", a.Status.BatchID, err)
+		}
+		// The run's time is up whatever the query says (the batch gone at
+		// the provider, its key removed): decide with no answer, so the
+		// timeout and onTimeout apply instead of a retry loop forever.
+		c.log.Warn("the batch's status cannot be read past its deadline; applying the timeout",
+			"agent", a.Namespace+"/"+a.Name, "batch", a.Status.BatchID, "error", err)
+		snap.Batch = &reconcile.BatchOutcome{State: reconcile.BatchPending}
+		return nil
 	}
 	c.batchAsked.Store(key, now)
 	out := &reconcile.BatchOutcome{Lines: resp.GetLines(), FailureMessage: resp.GetFailureMessage()}

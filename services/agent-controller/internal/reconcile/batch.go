@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -190,7 +191,20 @@ func BatchDeadline(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition,
 	if a.Status.StartedAt != nil {
 		start = a.Status.StartedAt.Time
 	}
-	return start.Add(time.Duration(b.EffectiveTimeoutMinutes()) * unit)
+	return start.Add(scaled(b.EffectiveTimeoutMinutes(), unit))
+}
+
+// scaled is n units, saturating at the longest time.Duration instead of
+// wrapping negative: a huge timeoutMinutes (admission bounds it, older
+// objects may predate the bound) means "far away", never "already past".
+func scaled(n int64, unit time.Duration) time.Duration {
+	if n <= 0 || unit <= 0 {
+		return 0
+	}
+	if n > int64(math.MaxInt64/unit) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(n) * unit
 }
 
 // BatchDue reports whether a pass over a Running batch run should ask

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -213,6 +214,18 @@ func TestBatchRuns(t *testing.T) {
 		}, func(t *testing.T, p Plan) {
 			if !p.Empty() || p.RequeueAfter != time.Second {
 				t.Errorf("want a look exactly at the deadline: %+v", p)
+			}
+		}},
+		{"timeout: a huge timeoutMinutes is far away, never an overflow into the past", func() Snapshot {
+			s := batchSnap(batchRunning("a"), agentsv1alpha1.OnTimeoutFail)
+			s.Definition.Spec.Batch.TimeoutMinutes = math.MaxInt32
+			s.Config.BatchTimeoutUnit = time.Minute
+			s.Now = timedOut.Add(time.Hour)
+			s.Batch = &BatchOutcome{State: BatchPending}
+			return s
+		}, func(t *testing.T, p Plan) {
+			if p.Status != nil || p.Notice != NoticeNone || p.RequeueAfter <= 0 {
+				t.Errorf("a pending batch under a huge timeout stays Running: %+v", p)
 			}
 		}},
 		{"timeout: onTimeout fallback patches batchFallback, keeps batchId and creates the Job", func() Snapshot {

@@ -21,7 +21,13 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env, testenv.Options{})) }
+// OwnerReferencesPermissionEnforcement is on, as in OpenShift, so the
+// installed RBAC is checked for the owner finalizers blockOwnerDeletion
+// needs.
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, &env, testenv.Options{APIServerArgs: map[string]string{
+		"enable-admission-plugins": "OwnerReferencesPermissionEnforcement"}}))
+}
 
 func freeAddr(t *testing.T) string {
 	t.Helper()

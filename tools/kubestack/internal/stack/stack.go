@@ -194,6 +194,9 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 		"--client-ca-file=" + caFile,
 		"--token-auth-file=" + filepath.Join(cfg.Dir, tokenFile),
 		"--authorization-mode=RBAC",
+		// As OpenShift does: setting blockOwnerDeletion needs update on the
+		// owner's finalizers, so a controller's RBAC is checked for it here.
+		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--api-audiences=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + filepath.Join(cfg.Dir, saPubFile),
