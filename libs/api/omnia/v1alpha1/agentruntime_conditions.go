@@ -76,6 +76,10 @@ const (
 	ReasonDeploymentCreated   = "DeploymentCreated"
 	ReasonDeploymentFailed    = "DeploymentFailed"
 	ReasonToolAuthUnsupported = "ToolAuthUnsupported"
+	// ReasonVolumesInvalid: spec.runtime.volumes, spec.podOverrides.extraVolumes
+	// or a mount naming them cannot go into a pod; the message names the
+	// field.
+	ReasonVolumesInvalid = "VolumesInvalid"
 
 	ReasonServiceCreated = "ServiceCreated"
 	ReasonServiceFailed  = "ServiceFailed"
@@ -84,6 +88,10 @@ const (
 	ReasonAnalysisFailed    = "AnalysisFailed"
 	ReasonPromoting         = "Promoting"
 	ReasonNoActiveRollout   = "NoActiveRollout"
+	// ReasonRolloutFailed: a step of the rollout engine failed (an API
+	// error, a candidate Deployment the agent does not own); the message
+	// says which, and the pass is retried with backoff.
+	ReasonRolloutFailed = "RolloutFailed"
 
 	ReasonDegraded = "Degraded"
 
@@ -91,6 +99,9 @@ const (
 	ReasonDisabled         = "Disabled"
 	ReasonAutoscalingError = "Error"
 	ReasonKEDANotInstalled = "KEDANotInstalled"
+	// ReasonAutoscalerNotOwned: a HorizontalPodAutoscaler of the agent's
+	// name exists and is not controlled by the agent; it is left alone.
+	ReasonAutoscalerNotOwned = "NotOwned"
 
 	ReasonCapabilitiesSatisfied = "CapabilitiesSatisfied"
 	ReasonCapabilitiesMissing   = "CapabilitiesMissing"
@@ -134,6 +145,8 @@ const (
 	EventRolloutAnalysisPassed      = "RolloutAnalysisPassed"
 	EventRolloutAnalysisFailed      = "RolloutAnalysisFailed"
 	EventRolloutTriggered           = "RolloutTriggered"
+	// EventRolloutFailed: the rollout engine failed; see RolloutActive.
+	EventRolloutFailed = "RolloutFailed"
 	// EventIdleReaped: the idle deadline passed and idleAction was applied.
 	EventIdleReaped = "IdleReaped"
 )

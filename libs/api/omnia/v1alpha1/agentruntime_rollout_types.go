@@ -297,6 +297,13 @@ type RolloutStatus struct {
 	// +optional
 	Promoting bool `json:"promoting,omitempty"`
 
+	// promotedGeneration is the AgentRuntime generation the promotion was
+	// decided on. It is recorded before the candidate's references are
+	// written into the spec: while the generation is still this one, that
+	// write has not happened and is retried.
+	// +optional
+	PromotedGeneration *int64 `json:"promotedGeneration,omitempty"`
+
 	// currentStep is the zero-based index of the step being executed.
 	// +optional
 	CurrentStep *int32 `json:"currentStep,omitempty"`

@@ -30,13 +30,15 @@ type ProbeConfig struct {
 	// +required
 	Enabled bool `json:"enabled"`
 
-	// interval between two probe rounds, as a Go duration. Defaults to 60s.
+	// interval between two probe rounds, as a Go duration, at least 10s (a
+	// round can write the status, which reaches every agent using the
+	// registry). Defaults to 60s.
 	// +optional
 	// +kubebuilder:default="60s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration such as 30s, 5m or 1h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="probe.interval must be at least 10s"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// timeout of one TCP connection attempt, as a Go duration. Defaults to 5s.

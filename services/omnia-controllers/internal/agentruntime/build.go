@@ -162,8 +162,10 @@ func envName(s string) string {
 }
 
 // BuildDeployment returns the desired Deployment. replicas is nil when an
-// autoscaler owns the count.
-func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) *appsv1.Deployment {
+// autoscaler owns the count. The error is a spec problem (the agent's
+// volumes, see podVolumes): a retry builds the same, so it waits for an
+// edit.
+func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) (*appsv1.Deployment, error) {
 	a := in.Agent
 	pack := res.Pack
 	env := []corev1.EnvVar{
@@ -187,9 +189,15 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) *appsv
 		env = append(env, corev1.EnvVar{Name: "OMNIA_PROMPTPACK_URL", Value: pack.Spec.Source.Live.URL})
 	} else {
 		env = append(env, corev1.EnvVar{Name: "OMNIA_PROMPTPACK_PATH", Value: PackPath})
-		volumes = append(volumes, corev1.Volume{Name: "promptpack", VolumeSource: corev1.VolumeSource{
+		volumes = append(volumes, corev1.Volume{Name: PackVolumeName, VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: pack.Spec.Source.ConfigMapRef.Name}}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: "promptpack", MountPath: PackMountPath, ReadOnly: true})
+		mounts = append(mounts, corev1.VolumeMount{Name: PackVolumeName, MountPath: PackMountPath, ReadOnly: true})
+	}
+	// The volumes the agent's mounts name go into the pod with them: a
+	// mount without its volume is refused by the API server.
+	volumes, err := podVolumes(a, volumes)
+	if err != nil {
+		return nil, err
 	}
 	if res.Registry != nil {
 		env = append(env, corev1.EnvVar{Name: "OMNIA_TOOLREGISTRY", Value: res.Registry.Name})
@@ -313,7 +321,7 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) *appsv
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnn}, Spec: pod},
 		},
 	}
-	return d
+	return d, nil
 }
 
 // autoscaled reports whether an autoscaler owns the replica count, under

@@ -3,6 +3,7 @@ package agentruntime
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -17,6 +18,16 @@ func resolved(t *testing.T, in Inputs) Resolution {
 		t.Fatalf("not usable: %+v", conds)
 	}
 	return res
+}
+
+// mustBuild builds the Deployment of resolved inputs with image runtime:1.
+func mustBuild(t *testing.T, in Inputs, cfg Config) *appsv1.Deployment {
+	t.Helper()
+	d, err := BuildDeployment(in, resolved(t, in), cfg, "runtime:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // TestPodTemplateChangesOnlyWithInputs: the template is a function of the
@@ -37,7 +48,7 @@ func TestPodTemplateChangesOnlyWithInputs(t *testing.T) {
 		return in
 	}
 	hash := func(in Inputs) string {
-		d := BuildDeployment(in, resolved(t, in), cfg, "runtime:1")
+		d := mustBuild(t, in, cfg)
 		return AppliedHash(d.Spec.Template)
 	}
 	ref := hash(base())
@@ -64,7 +75,7 @@ func TestPodTemplateChangesOnlyWithInputs(t *testing.T) {
 			t.Errorf("%s changed but the template did not", name)
 		}
 	}
-	d := BuildDeployment(base(), resolved(t, base()), cfg, "runtime:1")
+	d := mustBuild(t, base(), cfg)
 	var keyEnv *corev1.EnvVar
 	for i, e := range d.Spec.Template.Spec.Containers[0].Env {
 		if e.Name == "OMNIA_PROVIDER_DEFAULT_API_KEY" {
@@ -151,7 +162,7 @@ func TestMissingToolRegistryBuildsWithoutTools(t *testing.T) {
 			// Handed even to the cross-namespace case: the resolver, not
 			// only the reader, must refuse a registry of another namespace.
 			in.Registry = tc.registry
-			d := BuildDeployment(in, resolved(t, in), Config{}, "runtime:1")
+			d := mustBuild(t, in, Config{})
 			got := ""
 			for _, e := range d.Spec.Template.Spec.Containers[0].Env {
 				if e.Name == "OMNIA_TOOLREGISTRY" {

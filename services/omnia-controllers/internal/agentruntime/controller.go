@@ -2,6 +2,7 @@ package agentruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -108,46 +109,68 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || idle.Deleted {
 		return reconcile.Result{}, err
 	}
-	want := BuildDeployment(in, res, r.Config, image)
+	want, err := BuildDeployment(in, res, r.Config, image)
+	if err != nil {
+		// A spec problem (the agent's volumes): the same spec fails the
+		// same way, so wait for an edit; a Deployment already running keeps
+		// what it was built from.
+		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionDeploymentReady, metav1.ConditionFalse, omniav1.ReasonVolumesInvalid, err.Error())
+		st.Phase = omniav1.AgentRuntimePhaseFailed
+		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionReady, metav1.ConditionFalse, omniav1.ReasonRuntimeNotReady, "the Deployment cannot be built: "+err.Error())
+		return reconcile.Result{}, r.writeStatus(ctx, a, st)
+	}
 	if idle.ScaleToZero {
 		want.Spec.Replicas = ptr(int32(0))
 	}
 	// The rollout engine runs the candidate Deployment and may change the
 	// stable one's replicas (replica-weighted traffic) or end the pass
-	// after a spec write of its own (a version trigger, a promotion).
-	ro, err := r.rollout(ctx, a, in, res, image, want, st, t)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if ro.Done {
-		return reconcile.Result{RequeueAfter: ro.RequeueAfter}, r.writeStatus(ctx, a, st)
+	// after a spec write of its own (a version trigger, a promotion). It
+	// works on a copy: when it fails, the stable Deployment is applied all
+	// the same, at the count the spec gives it (the candidate may not be
+	// serving), and the failure is recorded in RolloutActive and returned
+	// after the status write.
+	split := want.DeepCopy()
+	ro, roErr := r.rollout(ctx, a, in, res, image, split, st, t)
+	if roErr != nil {
+		r.rolloutFailed(a, st, roErr, t)
+	} else {
+		want = split
+		if ro.Done {
+			return reconcile.Result{RequeueAfter: ro.RequeueAfter}, r.writeStatus(ctx, a, st)
+		}
 	}
 
-	dep, err := r.applyDeployment(ctx, a, want)
+	dep, err := r.applyDeployment(ctx, a, want, autoscalerFloor(in))
 	if transientAPIError(err) {
 		// Not a problem with the spec: the phase stands and
 		// controller-runtime retries with backoff.
-		return reconcile.Result{}, err
+		if roErr == nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, joinStatus(errors.Join(roErr, err), r.writeStatus(ctx, a, st))
 	}
 	if err != nil {
 		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionDeploymentReady, metav1.ConditionFalse, omniav1.ReasonDeploymentFailed, err.Error())
 		st.Phase = omniav1.AgentRuntimePhaseFailed
-		return reconcile.Result{}, joinStatus(err, r.writeStatus(ctx, a, st))
+		return reconcile.Result{}, joinStatus(errors.Join(roErr, err), r.writeStatus(ctx, a, st))
 	}
 	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionDeploymentReady, metav1.ConditionTrue, omniav1.ReasonDeploymentCreated, "Deployment "+dep.Name)
 	svc := BuildService(a)
 	if err := r.applyService(ctx, a, svc); transientAPIError(err) {
-		return reconcile.Result{}, err
+		if roErr == nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, joinStatus(errors.Join(roErr, err), r.writeStatus(ctx, a, st))
 	} else if err != nil {
 		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionServiceReady, metav1.ConditionFalse, omniav1.ReasonServiceFailed, err.Error())
 		st.Phase = omniav1.AgentRuntimePhaseFailed
-		return reconcile.Result{}, joinStatus(err, r.writeStatus(ctx, a, st))
+		return reconcile.Result{}, joinStatus(errors.Join(roErr, err), r.writeStatus(ctx, a, st))
 	}
 	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionServiceReady, metav1.ConditionTrue, omniav1.ReasonServiceCreated, "Service "+svc.Name)
 	st.ServiceEndpoint = fmt.Sprintf("%s.%s.svc.cluster.local:%d", a.Name, a.Namespace, primaryPort(a))
-	if err := r.autoscaling(ctx, in, st, t); err != nil {
-		return reconcile.Result{}, err
-	}
+	// An HPA failure is in AutoscalingReady; the pass goes on so the
+	// status that shows it is written.
+	hpaErr := r.autoscaling(ctx, in, st, t)
 
 	jwksAfter, jwksErr := r.mirrorJWKS(ctx, a, st, t)
 
@@ -168,15 +191,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if idle.ScaleToZero {
 		holdAtZero(a, st, t)
 	}
-	if jwksErr != nil {
-		// A transient API failure of the mirror alone: record the rest of
-		// the pass and let controller-runtime retry with backoff.
-		return reconcile.Result{}, joinStatus(jwksErr, r.writeStatus(ctx, a, st))
-	}
-	if ro.Retry != nil {
-		// A missing candidate input: the stable side is applied above;
-		// the candidate is retried with backoff.
-		return reconcile.Result{}, joinStatus(ro.Retry, r.writeStatus(ctx, a, st))
+	// Failures that did not stop the pass: the rollout engine's, the
+	// HPA's, a transient one of the key mirror, and a missing candidate
+	// input (the stable side is applied above). Each is in a condition;
+	// the status is written, then controller-runtime retries with backoff.
+	if err := errors.Join(roErr, hpaErr, jwksErr, ro.Retry); err != nil {
+		return reconcile.Result{}, joinStatus(err, r.writeStatus(ctx, a, st))
 	}
 	// Timers only where seed 003 lists them: rollout steps and analysis,
 	// the OIDC key refresh, the idle deadline.
@@ -201,18 +221,23 @@ func joinStatus(err, statusErr error) error {
 	return err
 }
 
+// setFinalizer adds or removes the agent's finalizer. The merge patch
+// carries the whole finalizer list as this pass read it, so it would
+// drop a finalizer another actor added since; the optimistic lock
+// (resourceVersion in the patch) turns that race into a conflict, retried
+// with backoff on a fresh read.
 func (r *Reconciler) setFinalizer(ctx context.Context, a *omniav1.AgentRuntime, want bool) error {
 	if controllerutil.ContainsFinalizer(a, omniav1.AgentRuntimeFinalizer) == want {
 		return nil
 	}
-	patch := client.MergeFrom(a.DeepCopy())
+	patch := client.MergeFromWithOptions(a.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if want {
 		controllerutil.AddFinalizer(a, omniav1.AgentRuntimeFinalizer)
 	} else {
 		controllerutil.RemoveFinalizer(a, omniav1.AgentRuntimeFinalizer)
 	}
-	if err := r.Client.Patch(ctx, a, patch); err != nil {
-		return fmt.Errorf("update finalizer of AgentRuntime %s/%s: %w", a.Namespace, a.Name, client.IgnoreNotFound(err))
+	if err := r.Client.Patch(ctx, a, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("update finalizer of AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
 	}
 	return nil
 }
@@ -290,6 +315,33 @@ func (r *Reconciler) writeStatus(ctx context.Context, a *omniav1.AgentRuntime, s
 	return nil
 }
 
+// recordStatus writes the status before the pass acts on what it
+// records (a promotion). Unlike writeStatus it returns a conflict too: the
+// record must be stored before the action it announces is taken. a is
+// left as it was when the write fails.
+func (r *Reconciler) recordStatus(ctx context.Context, a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus) error {
+	upd := a.DeepCopy()
+	upd.Status = *st.DeepCopy()
+	if err := r.Client.Status().Update(ctx, upd); err != nil {
+		return fmt.Errorf("record status of AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
+	}
+	*a = *upd
+	return nil
+}
+
+// updateSpec writes a change of the agent's own spec or metadata (the
+// rollout engine's writes). The change is made on a copy, so a failed
+// write leaves a as read and the rest of the pass works from that.
+func (r *Reconciler) updateSpec(ctx context.Context, a *omniav1.AgentRuntime, mutate func(*omniav1.AgentRuntime)) error {
+	upd := a.DeepCopy()
+	mutate(upd)
+	if err := r.Client.Update(ctx, upd); err != nil {
+		return err
+	}
+	*a = *upd
+	return nil
+}
+
 // stamp sets the owner reference and the applied-hash annotation of a
 // desired object and returns the hash.
 func (r *Reconciler) stamp(a *omniav1.AgentRuntime, obj client.Object, spec any) (string, error) {
@@ -310,10 +362,13 @@ func (r *Reconciler) stamp(a *omniav1.AgentRuntime, obj client.Object, spec any)
 }
 
 // applyDeployment creates the Deployment or, when the desired state's hash
-// differs from the one last applied, replaces the fields the controller
-// owns. An unchanged desired state is not written at all, so the pod
-// template (and its hash) is touched only when an input changed.
-func (r *Reconciler) applyDeployment(ctx context.Context, a *omniav1.AgentRuntime, want *appsv1.Deployment) (*appsv1.Deployment, error) {
+// differs from the one last applied or the live object drifted from it
+// (deploymentDrifted: an edit by someone else), replaces the fields the
+// controller owns. An unchanged desired state on an unedited Deployment
+// is not written at all, so the pod template (and its hash) is touched
+// only when an input changed. floor is the count an autoscaled Deployment
+// found at zero is raised to (replicasToWrite).
+func (r *Reconciler) applyDeployment(ctx context.Context, a *omniav1.AgentRuntime, want *appsv1.Deployment, floor int32) (*appsv1.Deployment, error) {
 	h, err := r.stamp(a, want, want.Spec)
 	if err != nil {
 		return nil, err
@@ -332,15 +387,16 @@ func (r *Reconciler) applyDeployment(ctx context.Context, a *omniav1.AgentRuntim
 	if !metav1.IsControlledBy(live, a) {
 		return nil, notOwned(live)
 	}
-	if live.Annotations[AnnotationAppliedHash] == h {
+	replicas := replicasToWrite(want.Spec.Replicas, live.Spec.Replicas, floor)
+	if live.Annotations[AnnotationAppliedHash] == h && !deploymentDrifted(want, live, replicas) {
 		return live, nil
 	}
 	live.Labels = mergeMap(live.Labels, want.Labels)
 	live.Annotations = mergeMap(live.Annotations, want.Annotations)
 	live.OwnerReferences = want.OwnerReferences
 	live.Spec.Template = want.Spec.Template
-	if want.Spec.Replicas != nil {
-		live.Spec.Replicas = want.Spec.Replicas // otherwise the autoscaler's count stands
+	if replicas != nil {
+		live.Spec.Replicas = replicas // otherwise the autoscaler's count stands
 	}
 	if err := r.Client.Update(ctx, live); err != nil {
 		return nil, fmt.Errorf("update Deployment %s/%s: %w", live.Namespace, live.Name, err)
@@ -365,7 +421,7 @@ func (r *Reconciler) applyService(ctx context.Context, a *omniav1.AgentRuntime, 
 		return nil
 	case !metav1.IsControlledBy(live, a):
 		return notOwned(live)
-	case live.Annotations[AnnotationAppliedHash] == h:
+	case live.Annotations[AnnotationAppliedHash] == h && !serviceDrifted(want, live):
 		return nil
 	}
 	live.Labels = mergeMap(live.Labels, want.Labels)
@@ -380,10 +436,17 @@ func (r *Reconciler) applyService(ctx context.Context, a *omniav1.AgentRuntime, 
 
 // autoscaling writes or removes the HPA of the agent's effective policy
 // (its own, else its Workspace service group's) and sets AutoscalingReady.
+// A failure is recorded in that condition and returned, for the caller to
+// write the status and retry with backoff; an HPA of the agent's name that
+// the agent does not control is refused, never taken over.
 func (r *Reconciler) autoscaling(ctx context.Context, in Inputs, st *omniav1.AgentRuntimeStatus, t metav1.Time) error {
 	a := in.Agent
 	set := func(status metav1.ConditionStatus, reason, msg string) {
 		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionAutoscalingReady, status, reason, msg)
+	}
+	fail := func(err error) error {
+		set(metav1.ConditionFalse, omniav1.ReasonAutoscalingError, err.Error())
+		return err
 	}
 	want := BuildHPA(in)
 	live := &autoscalingv2.HorizontalPodAutoscaler{}
@@ -394,7 +457,7 @@ func (r *Reconciler) autoscaling(ctx context.Context, in Inputs, st *omniav1.Age
 	if want == nil {
 		if found && metav1.IsControlledBy(live, a) {
 			if err := r.Client.Delete(ctx, live); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("delete HorizontalPodAutoscaler %s/%s: %w", a.Namespace, a.Name, err)
+				return fail(fmt.Errorf("delete HorizontalPodAutoscaler %s/%s: %w", a.Namespace, a.Name, err))
 			}
 		}
 		if autoscaled(in) {
@@ -411,7 +474,11 @@ func (r *Reconciler) autoscaling(ctx context.Context, in Inputs, st *omniav1.Age
 	switch {
 	case !found:
 		err = r.Client.Create(ctx, want)
-	case live.Annotations[AnnotationAppliedHash] != h:
+	case !metav1.IsControlledBy(live, a):
+		err := notOwned(live)
+		set(metav1.ConditionFalse, omniav1.ReasonAutoscalerNotOwned, err.Error())
+		return err
+	case live.Annotations[AnnotationAppliedHash] != h || hpaDrifted(want, live):
 		live.Labels = mergeMap(live.Labels, want.Labels)
 		live.Annotations = mergeMap(live.Annotations, want.Annotations)
 		live.OwnerReferences = want.OwnerReferences
@@ -419,8 +486,7 @@ func (r *Reconciler) autoscaling(ctx context.Context, in Inputs, st *omniav1.Age
 		err = r.Client.Update(ctx, live)
 	}
 	if err != nil {
-		set(metav1.ConditionFalse, omniav1.ReasonAutoscalingError, err.Error())
-		return fmt.Errorf("write HorizontalPodAutoscaler %s/%s: %w", a.Namespace, a.Name, err)
+		return fail(fmt.Errorf("write HorizontalPodAutoscaler %s/%s: %w", a.Namespace, a.Name, err))
 	}
 	set(metav1.ConditionTrue, omniav1.ReasonScaling, fmt.Sprintf("HorizontalPodAutoscaler %s scales %d to %d replicas", a.Name, *want.Spec.MinReplicas, want.Spec.MaxReplicas))
 	return nil
@@ -445,9 +511,11 @@ func mergeMap(dst, src map[string]string) map[string]string {
 // transientAPIError reports an API failure a retry may not meet again
 // (unavailable, throttled, timed out, internal, a conflict), as opposed to
 // a refusal that needs an edit (an object someone else owns, an invalid
-// one). Only the latter fails the AgentRuntime.
+// one). Only the latter fails the AgentRuntime. AlreadyExists is a
+// conflict too: the create followed a cache read that had not yet seen
+// the object, and the retry reads it and judges ownership then.
 func transientAPIError(err error) bool {
 	return err != nil && (apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
 		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) || apierrors.IsConflict(err) ||
-		apierrors.IsUnexpectedServerError(err))
+		apierrors.IsAlreadyExists(err) || apierrors.IsUnexpectedServerError(err))
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -194,7 +195,7 @@ func replicasAre(ns, name string, want int32) func() error {
 			return err
 		}
 		if dep.Spec.Replicas == nil || *dep.Spec.Replicas != want {
-			return fmt.Errorf("Deployment replicas %v; want %d", dep.Spec.Replicas, want)
+			return fmt.Errorf("Deployment replicas %v; want %d", deref(dep.Spec.Replicas), want)
 		}
 		return nil
 	}
@@ -404,4 +405,42 @@ func TestIdleDeleteActionRemovesAgent(t *testing.T) {
 		}
 		return fmt.Errorf("agent still there: %v", err)
 	})
+}
+
+// TestIdleWakeUnderWorkspaceHPA: an agent autoscaled by its Workspace's
+// default HPA is held at zero by the idle deadline like any other; woken,
+// its Deployment is set to the HPA's minReplicas, since the HPA itself
+// never scales a target up from zero.
+func TestIdleWakeUnderWorkspaceHPA(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	clock := newTestClock()
+	res := startTimed(t, clock, nil)
+	ws := &omniav1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: omniav1.WorkspaceSpec{
+		Namespace: omniav1.WorkspaceNamespace{Name: ns},
+		Services: []omniav1.WorkspaceServiceGroup{{Name: omniav1.DefaultServiceGroup,
+			Autoscaling: &omniav1.AutoscalingConfig{Enabled: true, MinReplicas: ptr(int32(2)), MaxReplicas: ptr(int32(4))}}},
+	}}
+	mustCreate(t, ws)
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), ws) })
+	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
+	mustCreate(t, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+		a.Spec.IdleTimeout = &metav1.Duration{Duration: 10 * time.Minute}
+	}))
+	key := types.NamespacedName{Namespace: ns, Name: "agent"}
+	ctrltest.Eventually(t, wait, func() error {
+		if err := env.Client.Get(ctx, key, &appsv1.Deployment{}); err != nil {
+			return err
+		}
+		return env.Client.Get(ctx, key, &autoscalingv2.HorizontalPodAutoscaler{})
+	})
+	reportActivity(t, ns, "agent", 0, clock.Now())
+	reap(t, ns, clock, res)
+
+	clock.Set(clock.Now().Add(time.Hour))
+	update(t, &omniav1.AgentRuntime{}, ns, "agent", func(o client.Object) {
+		o.SetAnnotations(map[string]string{omniav1.AnnotationWakeRequestedAt: clock.Now().Format(time.RFC3339)})
+	})
+	ctrltest.Eventually(t, wait, idleIs(ns, "agent", metav1.ConditionFalse, omniav1.ReasonWakeRequested))
+	ctrltest.Eventually(t, wait, replicasAre(ns, "agent", 2))
 }

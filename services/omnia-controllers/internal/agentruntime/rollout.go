@@ -145,7 +145,9 @@ func (r *Reconciler) activeRollout(ctx context.Context, a *omniav1.AgentRuntime,
 	if plan.Candidate != nil {
 		cand.Spec.Replicas = plan.Candidate
 	}
-	if _, err := r.applyDeployment(ctx, a, cand); err != nil {
+	// No HPA targets the candidate: one found at zero (the idle deadline
+	// held it there) restarts from a single replica.
+	if _, err := r.applyDeployment(ctx, a, cand, 1); err != nil {
 		return rolloutResult{}, err
 	}
 	status(d, plan.Weight)
@@ -156,6 +158,20 @@ func (r *Reconciler) activeRollout(ctx context.Context, a *omniav1.AgentRuntime,
 	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionRolloutActive, metav1.ConditionTrue, reason, d.Message)
 	kubeutil.Emit(r.Recorder, a, "Rollout", d.Events)
 	return rolloutResult{RequeueAfter: d.RequeueAfter}, nil
+}
+
+// rolloutFailed records a failure of the rollout engine in RolloutActive,
+// True while a rollout or promotion is under way, with a Warning event
+// when the failure first shows.
+func (r *Reconciler) rolloutFailed(a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus, err error, t metav1.Time) {
+	status := metav1.ConditionFalse
+	if rollout.Active(&a.Spec) || st.Rollout != nil && st.Rollout.Promoting {
+		status = metav1.ConditionTrue
+	}
+	msg := err.Error()
+	if kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionRolloutActive, status, omniav1.ReasonRolloutFailed, msg) {
+		kubeutil.Emit(r.Recorder, a, "Rollout", []kubeutil.Event{{Type: corev1.EventTypeWarning, Reason: omniav1.EventRolloutFailed, Message: kubeutil.Truncate(msg, 1024)}})
+	}
 }
 
 // stepStart is when the current step began, now for a new rollout.
@@ -228,7 +244,10 @@ func (r *Reconciler) buildCandidate(ctx context.Context, a *omniav1.AgentRuntime
 		}
 		return candidateBuild{why: why, retry: res.Retry}, nil
 	}
-	d := BuildDeployment(in, res, r.Config, image)
+	d, err := BuildDeployment(in, res, r.Config, image)
+	if err != nil {
+		return candidateBuild{why: "candidate cannot be built: " + err.Error()}, nil
+	}
 	asCandidate(d, a.Name)
 	return candidateBuild{dep: d}, nil
 }

@@ -36,8 +36,9 @@ func (r *Reconciler) versionTrigger(ctx context.Context, a *omniav1.AgentRuntime
 	if ref == nil {
 		return false, nil
 	}
-	a.Spec.Rollout.Candidate = &omniav1.CandidateOverrides{PromptPackRef: ref}
-	if err := r.Client.Update(ctx, a); err != nil {
+	if err := r.updateSpec(ctx, a, func(u *omniav1.AgentRuntime) {
+		u.Spec.Rollout.Candidate = &omniav1.CandidateOverrides{PromptPackRef: ref}
+	}); err != nil {
 		return false, fmt.Errorf("set the rollout candidate of AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
 	}
 	kubeutil.Emit(r.Recorder, a, "Rollout", []kubeutil.Event{{Type: corev1.EventTypeNormal, Reason: omniav1.EventRolloutTriggered,
@@ -45,20 +46,47 @@ func (r *Reconciler) versionTrigger(ctx context.Context, a *omniav1.AgentRuntime
 	return true, nil
 }
 
-// enterPromotion writes the candidate's references into the spec. The
-// candidate Deployment keeps serving until the stable one runs them.
-// setStatus records the rollout's last step before it is marked promoting.
+// enterPromotion records the promotion in the status, then writes the
+// candidate's references into the spec. The candidate Deployment keeps
+// serving until the stable one runs them. setStatus records the rollout's
+// last step before it is marked promoting.
+//
+// The record comes first and is written at once (recordStatus): a pass
+// that finds it knows the promotion is under way, and one that finds it
+// at the generation it was decided on knows the spec write is still to
+// be done (rollout.PromotionPending) and does it. In the other order a
+// lost status write would leave a promoted spec with no promotion
+// recorded, and the next pass, seeing no rollout, would remove the
+// candidate before the stable Deployment ran it: an outage after
+// setWeight 100.
 func (r *Reconciler) enterPromotion(ctx context.Context, a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus, t metav1.Time, setStatus func()) (rolloutResult, error) {
-	promoted := rollout.CandidateSpec(&a.Spec)
-	a.Spec.PromptPackRef, a.Spec.Providers, a.Spec.ToolRegistryRef = promoted.PromptPackRef, promoted.Providers, promoted.ToolRegistryRef
-	if err := r.Client.Update(ctx, a); err != nil {
+	setStatus()
+	msg := promotingMessage(st.Rollout)
+	st.Rollout.Promoting, st.Rollout.Message = true, msg
+	st.Rollout.PromotedGeneration = ptr(a.Generation)
+	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionRolloutActive, metav1.ConditionTrue, omniav1.ReasonPromoting, msg)
+	if err := r.recordStatus(ctx, a, st); err != nil {
+		return rolloutResult{}, err
+	}
+	kubeutil.Emit(r.Recorder, a, "Rollout", []kubeutil.Event{{Type: corev1.EventTypeNormal, Reason: omniav1.EventRolloutPromoting, Message: msg}})
+	return r.writePromotion(ctx, a)
+}
+
+// promotingMessage is the RolloutActive message while a promotion is
+// under way.
+func promotingMessage(ro *omniav1.RolloutStatus) string {
+	return fmt.Sprintf("promoting candidate %s to stable", ro.CandidateVersion)
+}
+
+// writePromotion writes the candidate's references into the spec; the
+// write brings the agent back through its own watch.
+func (r *Reconciler) writePromotion(ctx context.Context, a *omniav1.AgentRuntime) (rolloutResult, error) {
+	if err := r.updateSpec(ctx, a, func(u *omniav1.AgentRuntime) {
+		promoted := rollout.CandidateSpec(&u.Spec)
+		u.Spec.PromptPackRef, u.Spec.Providers, u.Spec.ToolRegistryRef = promoted.PromptPackRef, promoted.Providers, promoted.ToolRegistryRef
+	}); err != nil {
 		return rolloutResult{}, fmt.Errorf("promote the rollout candidate of AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
 	}
-	setStatus()
-	msg := fmt.Sprintf("promoting candidate %s to stable", st.Rollout.CandidateVersion)
-	st.Rollout.Promoting, st.Rollout.Message = true, msg
-	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionRolloutActive, metav1.ConditionTrue, omniav1.ReasonPromoting, msg)
-	kubeutil.Emit(r.Recorder, a, "Rollout", []kubeutil.Event{{Type: corev1.EventTypeNormal, Reason: omniav1.EventRolloutPromoting, Message: msg}})
 	return rolloutResult{Done: true, RequeueAfter: rollout.PromotionRequeue}, nil
 }
 
@@ -67,6 +95,12 @@ func (r *Reconciler) enterPromotion(ctx context.Context, a *omniav1.AgentRuntime
 // status changes are watched too, but a timer also covers a pass that
 // finds the desired template not applied yet.
 func (r *Reconciler) promotion(ctx context.Context, a *omniav1.AgentRuntime, stable *appsv1.Deployment, st *omniav1.AgentRuntimeStatus, t metav1.Time) (rolloutResult, error) {
+	// Set on every pass, so a failure recorded by an earlier one clears.
+	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionRolloutActive, metav1.ConditionTrue, omniav1.ReasonPromoting, promotingMessage(st.Rollout))
+	if rollout.PromotionPending(a.Generation, &a.Spec, st.Rollout) {
+		// Recorded, but the spec write failed or never ran: run it now.
+		return r.writePromotion(ctx, a)
+	}
 	live := &appsv1.Deployment{}
 	found, err := r.get(ctx, a.Namespace, stable.Name, live)
 	if err != nil {
@@ -90,8 +124,7 @@ func (r *Reconciler) promotion(ctx context.Context, a *omniav1.AgentRuntime, sta
 	// A candidate set again during the promotion is a new rollout; only
 	// the promoted one is cleared.
 	if ro := a.Spec.Rollout; ro != nil && ro.Candidate != nil && !rollout.Active(&a.Spec) {
-		ro.Candidate = nil
-		if err := r.Client.Update(ctx, a); err != nil {
+		if err := r.updateSpec(ctx, a, func(u *omniav1.AgentRuntime) { u.Spec.Rollout.Candidate = nil }); err != nil {
 			return rolloutResult{}, fmt.Errorf("clear the promoted candidate of AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
 		}
 	}
@@ -108,14 +141,15 @@ func (r *Reconciler) promotion(ctx context.Context, a *omniav1.AgentRuntime, sta
 // over the candidate's so the rollout is idle, and removes the candidate
 // Deployment. The pass goes on to restore the stable replicas.
 func (r *Reconciler) rollBack(ctx context.Context, a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus, t metav1.Time, why string) (rolloutResult, error) {
-	if v := rollout.RollbackVersion(a.Spec.Rollout.Candidate); v != "" {
-		if a.Annotations == nil {
-			a.Annotations = map[string]string{}
+	if err := r.updateSpec(ctx, a, func(u *omniav1.AgentRuntime) {
+		if v := rollout.RollbackVersion(u.Spec.Rollout.Candidate); v != "" {
+			if u.Annotations == nil {
+				u.Annotations = map[string]string{}
+			}
+			u.Annotations[omniav1.AnnotationLastRolledBackVersion] = v
 		}
-		a.Annotations[omniav1.AnnotationLastRolledBackVersion] = v
-	}
-	rollout.Revert(&a.Spec)
-	if err := r.Client.Update(ctx, a); err != nil {
+		rollout.Revert(&u.Spec)
+	}); err != nil {
 		return rolloutResult{}, fmt.Errorf("roll back the rollout candidate of AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
 	}
 	if err := r.deleteCandidate(ctx, a); err != nil {

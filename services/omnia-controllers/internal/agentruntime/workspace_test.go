@@ -21,7 +21,7 @@ func testWorkspace(mut func(*omniav1.Workspace)) *omniav1.Workspace {
 
 func podOf(t *testing.T, in Inputs) corev1.PodTemplateSpec {
 	t.Helper()
-	return BuildDeployment(in, resolved(t, in), Config{}, "runtime:1").Spec.Template
+	return mustBuild(t, in, Config{}).Spec.Template
 }
 
 func envValue(p corev1.PodTemplateSpec, name string) (string, bool) {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/cache"
+
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 )
 
@@ -122,29 +124,65 @@ func Classify(status int, body string) ProbeResult {
 	return ProbeResult{Verdict: ProbeError, Detail: fmt.Sprintf("HTTP %d", status)}
 }
 
-// probeCache remembers verdicts per Provider and Secret version.
+// probeCacheSize bounds the verdicts kept, one per Provider: past it the
+// least recently probed Provider is probed again when next reconciled.
+const probeCacheSize = 1024
+
+// probeCache remembers the last conclusive verdict of each Provider for
+// the Secret version and key it was made on. Keyed by Provider, a key
+// rotation replaces the entry instead of adding one, the entry of a
+// deleted Provider is dropped (Forget), and the LRU bound holds whatever
+// happens: the cache can no longer grow with every rotation and every
+// Provider that ever existed. The zero value is ready to use.
 type probeCache struct {
-	mu sync.Mutex
-	m  map[string]cachedProbe
+	// size is the bound; probeCacheSize when 0.
+	size int
+
+	once sync.Once
+	lru  *cache.LRUExpireCache
 }
 
 type cachedProbe struct {
-	res ProbeResult
-	at  time.Time
+	// fingerprint names what the verdict was made on: the Secret, its
+	// resourceVersion and the key within it.
+	fingerprint string
+	res         ProbeResult
+	at          time.Time
 }
 
-// ProbeCredential asks the vendor whether key is accepted, reusing a
-// verdict for the same cacheKey younger than probeCacheTTL. Transport
-// errors are not cached: they say nothing about the key.
-func (pc *probeCache) ProbeCredential(ctx context.Context, c *http.Client, spec *omniav1.ProviderSpec, key, cacheKey string, now time.Time) ProbeResult {
-	pc.mu.Lock()
-	if e, ok := pc.m[cacheKey]; ok && now.Sub(e.at) < probeCacheTTL {
-		pc.mu.Unlock()
-		r := e.res
-		r.Cached = true
-		return r
+func (pc *probeCache) entries() *cache.LRUExpireCache {
+	pc.once.Do(func() {
+		n := pc.size
+		if n <= 0 {
+			n = probeCacheSize
+		}
+		pc.lru = cache.NewLRUExpireCache(n)
+	})
+	return pc.lru
+}
+
+// Forget drops the verdict of a Provider ("<ns>/<name>") that no longer
+// exists.
+func (pc *probeCache) Forget(provider string) { pc.entries().Remove(provider) }
+
+// Len is the number of verdicts held.
+func (pc *probeCache) Len() int { return len(pc.entries().Keys()) }
+
+// ProbeCredential asks the vendor whether key is accepted, reusing the
+// Provider's verdict when it was made on the same fingerprint less than
+// probeCacheTTL before now. Transport errors are not cached: they say
+// nothing about the key.
+func (pc *probeCache) ProbeCredential(ctx context.Context, c *http.Client, spec *omniav1.ProviderSpec, key, provider, fingerprint string, now time.Time) ProbeResult {
+	lru := pc.entries()
+	if v, ok := lru.Get(provider); ok {
+		// The TTL is checked against the caller's clock too: the LRU's
+		// own expiry runs on the wall clock and only reclaims memory.
+		if e := v.(cachedProbe); e.fingerprint == fingerprint && now.Sub(e.at) < probeCacheTTL {
+			r := e.res
+			r.Cached = true
+			return r
+		}
 	}
-	pc.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -163,12 +201,7 @@ func (pc *probeCache) ProbeCredential(ctx context.Context, c *http.Client, spec 
 	_ = resp.Body.Close()
 	res := Classify(resp.StatusCode, string(body))
 	if res.Verdict == ProbeAccepted || res.Verdict == ProbeRejected {
-		pc.mu.Lock()
-		if pc.m == nil {
-			pc.m = map[string]cachedProbe{}
-		}
-		pc.m[cacheKey] = cachedProbe{res: res, at: now}
-		pc.mu.Unlock()
+		lru.Add(provider, cachedProbe{fingerprint: fingerprint, res: res, at: now}, probeCacheTTL)
 	}
 	return res
 }

@@ -47,6 +47,11 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	p := &omniav1.Provider{}
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The delete event brings the pass here: the verdict goes with
+			// the Provider.
+			r.probes.Forget(req.String())
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	now := time.Now
@@ -74,8 +79,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if r.ProbeCredentials && s.CredentialSecret != nil && (s.Health == nil || s.Health.Err == nil) {
 		if key, value, ok := CredentialValue(&p.Spec, s.CredentialSecret); ok && !IsPlaceholder(value) {
-			cacheKey := fmt.Sprintf("%s/%s|%s@%s|%s", p.Namespace, p.Name, s.CredentialSecret.Name, s.CredentialSecret.ResourceVersion, key)
-			res := r.probes.ProbeCredential(ctx, hc, &p.Spec, value, cacheKey, now())
+			fingerprint := fmt.Sprintf("%s@%s|%s", s.CredentialSecret.Name, s.CredentialSecret.ResourceVersion, key)
+			res := r.probes.ProbeCredential(ctx, hc, &p.Spec, value, req.String(), fingerprint, now())
 			s.Probe = &res
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,4 +153,64 @@ func TestCredentialSecretFlow(t *testing.T) {
 		}
 		return fmt.Errorf("no CredentialInvalid event among %d", len(evs.Items))
 	})
+}
+
+// TestDeletedProviderVerdictDropped: the credential verdict of a deleted
+// Provider goes with it, so the probe cache holds only Providers that
+// exist: the same Provider created again, over the very same Secret
+// version, is probed afresh.
+func TestDeletedProviderVerdictDropped(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	var calls atomic.Int32
+	vendor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			calls.Add(1)
+		}
+		_, _ = w.Write([]byte(`{"data":[]}`))
+	}))
+	defer vendor.Close()
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "openai", Namespace: ns}, Data: map[string][]byte{"OPENAI_API_KEY": []byte("sk-good")}}
+	newProvider := func() *omniav1.Provider {
+		return &omniav1.Provider{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
+			Spec: omniav1.ProviderSpec{Type: omniav1.ProviderTypeOpenAI, Model: "gpt-4o", BaseURL: vendor.URL,
+				Credential: &omniav1.CredentialConfig{SecretRef: &omniav1.SecretKeyRef{Name: "openai"}}}}
+	}
+	p := newProvider()
+	for _, o := range []client.Object{sec, p} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &Reconciler{Client: env.Client, ProbeCredentials: true}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "p"}}
+	for i := 0; i < 2; i++ {
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d probes for two passes over one Secret version, want 1 (the second cached)", n)
+	}
+	if err := env.Client.Delete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			return err
+		}
+		if _, err := getProv(ns); err == nil {
+			return fmt.Errorf("Provider not gone yet")
+		}
+		return nil
+	})
+	if err := env.Client.Create(ctx, newProvider()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d probes; want the re-created Provider probed afresh (2), not the deleted one's verdict reused", n)
+	}
 }

@@ -138,7 +138,7 @@ func TestProbing(t *testing.T) {
 	_ = down.Close()
 
 	tr := registry(true, httpH("up", "http://"+up.Addr().String()), httpH("down", "http://"+downAddr))
-	tr.Spec.Probe.Interval = &metav1.Duration{Duration: time.Second}
+	tr.Spec.Probe.Interval = &metav1.Duration{Duration: MinProbeInterval}
 	create(t, ns, tr)
 
 	c := ctrltest.StartManager(t, env) // cache only: reconcile by hand to see the result
@@ -152,8 +152,8 @@ func TestProbing(t *testing.T) {
 		}
 		return phaseIs(ns, omniav1.ToolRegistryPhaseDegraded)()
 	})
-	if res.RequeueAfter != time.Second {
-		t.Fatalf("requeueAfter %s, want the 1s probe interval", res.RequeueAfter)
+	if res.RequeueAfter != MinProbeInterval {
+		t.Fatalf("requeueAfter %s, want the %s probe interval", res.RequeueAfter, MinProbeInterval)
 	}
 
 	start(t)

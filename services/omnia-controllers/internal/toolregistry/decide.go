@@ -64,10 +64,17 @@ type Decision struct {
 // Probing reports whether spec.probe turns probing on.
 func Probing(tr *omniav1.ToolRegistry) bool { return tr.Spec.Probe != nil && tr.Spec.Probe.Enabled }
 
-// ProbeInterval is the configured probe period.
+// MinProbeInterval is the shortest probe period. A probe round can write
+// the registry's status, and every status change reaches each agent that
+// uses the registry, so a period of milliseconds would be a hot loop of
+// writes fanning out across the namespace. Admission refuses a shorter
+// spec.probe.interval; ProbeInterval clamps one stored before that rule.
+const MinProbeInterval = 10 * time.Second
+
+// ProbeInterval is the configured probe period, at least MinProbeInterval.
 func ProbeInterval(tr *omniav1.ToolRegistry) time.Duration {
 	if p := tr.Spec.Probe; p != nil && p.Interval != nil && p.Interval.Duration > 0 {
-		return p.Interval.Duration
+		return max(p.Interval.Duration, MinProbeInterval)
 	}
 	return DefaultProbeInterval
 }

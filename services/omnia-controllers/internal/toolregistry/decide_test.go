@@ -221,3 +221,43 @@ func TestDialAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeInterval: the probe period is spec.probe.interval, never below
+// MinProbeInterval, so a registry stored before admission bounded the
+// field cannot turn probing into a hot loop of status writes.
+func TestProbeInterval(t *testing.T) {
+	withInterval := func(d *time.Duration) *omniav1.ToolRegistry {
+		tr := registry(true, httpH("a", "http://a:80"))
+		tr.Spec.Probe.Interval = nil
+		if d != nil {
+			tr.Spec.Probe.Interval = &metav1.Duration{Duration: *d}
+		}
+		return tr
+	}
+	dur := func(d time.Duration) *time.Duration { return &d }
+	cases := []struct {
+		name string
+		tr   *omniav1.ToolRegistry
+		want time.Duration
+	}{
+		{"unset interval: the default", withInterval(nil), DefaultProbeInterval},
+		{"no probe config: the default", registry(false, httpH("a", "http://a:80")), DefaultProbeInterval},
+		{"an interval above the minimum is kept", withInterval(dur(5 * time.Minute)), 5 * time.Minute},
+		{"the minimum itself is kept", withInterval(dur(MinProbeInterval)), MinProbeInterval},
+		{"a millisecond interval is clamped to the minimum", withInterval(dur(time.Millisecond)), MinProbeInterval},
+		{"just below the minimum is clamped", withInterval(dur(MinProbeInterval - time.Nanosecond)), MinProbeInterval},
+		{"a zero interval: the default", withInterval(dur(0)), DefaultProbeInterval},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ProbeInterval(tc.tr); got != tc.want {
+				t.Fatalf("ProbeInterval = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	// The timer Decide asks for is the clamped period.
+	d := Decide(Snapshot{Registry: withInterval(dur(time.Millisecond)), Probes: map[string]error{"http://a:80": nil}, Catalog: DefaultPlatformCatalog, Now: t0})
+	if d.RequeueAfter != MinProbeInterval {
+		t.Fatalf("requeue %s, want %s", d.RequeueAfter, MinProbeInterval)
+	}
+}
