@@ -130,7 +130,7 @@ func (s *HTTPServer) Start(o Options) error {
 		s.addrs = append(s.addrs, ln.Addr())
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				s.log.Error("http server failed", "addr", ln.Addr().String(), "error", err)
+				s.log.Error("http server failed", "addr", ln.Addr().String(), "err", err)
 			}
 		}()
 	}

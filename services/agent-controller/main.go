@@ -42,7 +42,7 @@ func main() {
 	ctx, stop := service.SignalContext()
 	defer stop()
 	if err := run(ctx, cfg, log); err != nil {
-		log.Error("agent-controller stopped", "error", err)
+		log.Error("agent-controller stopped", "err", err)
 		os.Exit(1)
 	}
 }
@@ -90,7 +90,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		// events and hears batch-poller's completion notices.
 		pub, err := events.NewPublisher(events.PublisherOptions{URL: cfg.NATSURL, Name: "agent-controller " + cfg.Pod.Name, Logger: log})
 		if err != nil {
-			log.Warn("no NATS for batch runs: no stream events, no completion notices", "error", err)
+			log.Warn("no NATS for batch runs: no stream events, no completion notices", "err", err)
 		} else {
 			defer func() {
 				sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
@@ -126,7 +126,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		state.SetController(ctl)
 		defer state.SetController(nil)
 		if err := ctl.Run(ctx); err != nil && ctx.Err() == nil {
-			log.Error("controller loop ended", "error", err)
+			log.Error("controller loop ended", "err", err)
 		}
 	}
 	if !cfg.LeaderElection.Enabled {

@@ -48,7 +48,7 @@ func main() {
 	ctx, stop := service.SignalContext()
 	defer stop()
 	if err := run(ctx, cfg, log); err != nil {
-		log.Error("batch-poller stopped", "error", err)
+		log.Error("batch-poller stopped", "err", err)
 		os.Exit(1)
 	}
 }

@@ -80,7 +80,7 @@ func TestServiceStartsFromFlagsServesAndStopsOnSignal(t *testing.T) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil))) }()
+	go func() { done <- run(ctx, cfg, slog.New(slog.DiscardHandler)) }()
 
 	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -34,7 +34,7 @@ func main() {
 	ctx, stop := service.SignalContext()
 	defer stop()
 	if err := run(ctx, cfg, log); err != nil {
-		log.Error("realtime-gateway stopped", "error", err)
+		log.Error("realtime-gateway stopped", "err", err)
 		os.Exit(1)
 	}
 }

@@ -149,10 +149,49 @@ func (p *pod) run(cmd string) result {
 	c, out, errb := p.start(cmd)
 	_ = c.Wait()
 	r := result{code: c.ProcessState.ExitCode(), stdout: out.Bytes(), stderr: errb.Bytes(), elapsed: time.Since(began)}
+	checkLogLines(p.t, r.stderr)
 	if p.t.Failed() || testing.Verbose() {
 		p.t.Logf("supervisor %s exited %d after %v; stderr:\n%s", cmd, r.code, r.elapsed, lastBytes(r.stderr, 4000))
 	}
 	return r
+}
+
+// checkLogLines holds every JSON log line of a supervisor run to the log
+// rules: each key once per line (a log shipper keeps only one of two), and
+// errors under "err", never "error".
+func checkLogLines(t *testing.T, stderr []byte) {
+	t.Helper()
+	for _, line := range bytes.Split(stderr, []byte("\n")) {
+		if !bytes.HasPrefix(line, []byte("{")) {
+			continue // the CLI's own stderr, prefixed "[agent] "
+		}
+		dec := json.NewDecoder(bytes.NewReader(line))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			t.Errorf("log line is not a JSON object: %s", line)
+			continue
+		}
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				t.Errorf("log line does not parse: %v: %s", err, line)
+				break
+			}
+			key, _ := tok.(string)
+			if seen[key] {
+				t.Errorf("log line repeats the key %q: %s", key, line)
+			}
+			seen[key] = true
+			if key == "error" {
+				t.Errorf(`log line has an "error" key; errors go under "err": %s`, line)
+			}
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				t.Errorf("log line does not parse: %v: %s", err, line)
+				break
+			}
+		}
+	}
 }
 
 // natsEvents returns the pod's events stored in JetStream, in stream order.

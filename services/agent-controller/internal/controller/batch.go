@@ -105,7 +105,7 @@ func (c *Controller) askBatch(ctx context.Context, snap *reconcile.Snapshot) err
 		// the provider, its key removed): decide with no answer, so the
 		// timeout and onTimeout apply instead of a retry loop forever.
 		c.log.Warn("the batch's status cannot be read past its deadline; applying the timeout",
-			"agent", a.Namespace+"/"+a.Name, "batch", a.Status.BatchID, "error", err)
+			"agent", a.Namespace+"/"+a.Name, "batch", a.Status.BatchID, "err", err)
 		snap.Batch = &reconcile.BatchOutcome{State: reconcile.BatchPending}
 		return nil
 	}
@@ -178,7 +178,7 @@ func (c *Controller) cleanupBatch(ctx context.Context, key string, a *agentsv1al
 	c.m.BatchCleanupFail.Inc()
 	next, giveUp := reconcile.CleanupFailed(a.Status.BatchCleanupAttempts)
 	c.log.Warn("batch cleanup at the provider failed", "agent", key, "batch", a.Status.BatchID,
-		"provider", a.Status.BatchProvider, "attempt", next, "giveUp", giveUp, "error", err)
+		"provider", a.Status.BatchProvider, "attempt", next, "giveUp", giveUp, "err", err)
 	patched := a.DeepCopy()
 	patched.Status.BatchCleanupAttempts = next
 	perr := c.c.Status().Patch(ctx, patched, client.MergeFromWithOptions(a, client.MergeFromWithOptimisticLock{}))

@@ -217,7 +217,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		// every finished batch if one is missed.
 		sub, err := events.SubscribeBatchNotices(c.opts.Events.Conn(), "", "", c.noticeBatch)
 		if err != nil {
-			c.log.Warn("no batch completion notices; relying on polling", "error", err)
+			c.log.Warn("no batch completion notices; relying on polling", "err", err)
 		} else {
 			defer func() { _ = sub.Unsubscribe() }()
 		}
@@ -269,7 +269,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	result, err := c.reconcileKey(ctx, key)
 	c.m.Reconciles.WithLabelValues(result).Inc()
 	if err != nil {
-		c.log.Warn("reconcile failed; retrying with backoff", "agent", key, "error", err)
+		c.log.Warn("reconcile failed; retrying with backoff", "agent", key, "err", err)
 		c.queue.AddRateLimited(key)
 		return true
 	}

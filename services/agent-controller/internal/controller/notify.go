@@ -60,12 +60,12 @@ func (c *Controller) deliver(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentD
 		Select: sel, Logger: c.log,
 	})
 	if err != nil {
-		c.log.Warn("some output sinks of a batch run could not be built", "agent", a.Namespace+"/"+a.Name, "error", err)
+		c.log.Warn("some output sinks of a batch run could not be built", "agent", a.Namespace+"/"+a.Name, "err", err)
 	}
 	_ = set.DeliverAll(evs) // drops are counted and refusals logged by the set
 	ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
 	defer cancel()
 	if err := set.Close(ctx); err != nil {
-		c.log.Warn("not every batch run event reached its sinks", "agent", a.Namespace+"/"+a.Name, "error", err)
+		c.log.Warn("not every batch run event reached its sinks", "agent", a.Namespace+"/"+a.Name, "err", err)
 	}
 }

@@ -18,7 +18,7 @@ func (c *Controller) pollLoop(ctx context.Context) {
 	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
 		if err := c.poll(ctx); err != nil {
 			n := c.pollFailures.Add(1)
-			c.log.Warn("poll failed", "error", err, "consecutive", n)
+			c.log.Warn("poll failed", "err", err, "consecutive", n)
 			return
 		}
 		c.pollFailures.Store(0)

@@ -222,7 +222,7 @@ func (c *Controller) readPod(ctx context.Context, job *batchv1.Job, agentLog, in
 			Container: jobbuild.InitContainerName, TailLines: ptr.To[int64](initLogTailLines), LimitBytes: ptr.To[int64](initLogLimitBytes),
 		}).DoRaw(ctx)
 		if err != nil {
-			c.log.Debug("init container log not read", "pod", pod.Namespace+"/"+pod.Name, "error", err)
+			c.log.Debug("init container log not read", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		} else {
 			out.Restore = reconcile.ParseRestore(string(raw))
 		}
@@ -319,7 +319,7 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 		if plan.Submit != nil {
 			if err := c.ensureFinalizer(ctx, patched); err != nil {
 				// The next pass over the Running batch run adds it.
-				c.log.Warn("batch submitted but its finalizer is not on yet", "agent", agent.Name, "error", err)
+				c.log.Warn("batch submitted but its finalizer is not on yet", "agent", agent.Name, "err", err)
 			}
 		}
 		var lines []string
@@ -345,7 +345,7 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 		if err := c.prune(ctx, agent, snap.Station); err != nil {
 			// The run's own result is recorded; pruning is retried on the
 			// next terminal transition of this Station.
-			c.log.Warn("history pruning failed", "station", agent.Spec.StationRef, "error", err)
+			c.log.Warn("history pruning failed", "station", agent.Spec.StationRef, "err", err)
 		}
 	}
 	return resultOK, nil

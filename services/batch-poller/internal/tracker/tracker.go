@@ -259,7 +259,7 @@ func (t *Tracker) pollVendor(e *entry) error {
 		}
 		t.recordErr(e, err)
 		t.log.Warn("batch poll failed; retrying next period", "provider", vendor.ProviderName(e.ref.Provider),
-			"batch", e.ref.BatchID, "namespace", e.ref.Run.Namespace, "agent", e.ref.Run.Agent, "error", err)
+			"batch", e.ref.BatchID, "namespace", e.ref.Run.Namespace, "agent", e.ref.Run.Agent, "err", err)
 		return err
 	}
 	t.record(e, out)
@@ -323,7 +323,7 @@ func (t *Tracker) notify(e *entry, status string) {
 		}},
 	}
 	if err := t.publish(ev); err != nil {
-		t.log.Warn("batch notice not published", "batch", e.ref.BatchID, "error", err)
+		t.log.Warn("batch notice not published", "batch", e.ref.BatchID, "err", err)
 		return
 	}
 	t.m.Notices.Inc()

@@ -47,13 +47,13 @@ func main() {
 	}
 	restCfg, err := service.RESTConfig(name, cfg.Kube)
 	if err != nil {
-		log.Error("load kubeconfig", "error", err.Error())
+		log.Error("load kubeconfig", "err", err.Error())
 		os.Exit(1)
 	}
 	ctx, stop := service.SignalContext()
 	defer stop()
 	if err := run(ctx, cfg, restCfg); err != nil {
-		log.Error("exiting", "error", err.Error())
+		log.Error("exiting", "err", err.Error())
 		os.Exit(1)
 	}
 }

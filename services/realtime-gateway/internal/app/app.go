@@ -99,7 +99,7 @@ func New(ctx context.Context, cfg *config.Config, rc *rest.Config, log *slog.Log
 	}
 	go func() {
 		if err := cache.Start(ctx); err != nil {
-			log.Error("informer cache stopped", "error", err)
+			log.Error("informer cache stopped", "err", err)
 		}
 	}()
 	if keys == nil {

@@ -140,7 +140,7 @@ func (s *Server) record(ctx context.Context, c *call, id string) {
 	}
 	wrote, err := s.d.Session.Record(ctx, c.target.Agent, id)
 	if err != nil {
-		s.d.Log.Warn("could not record the session id", "agent", c.target.Agent.Namespace+"/"+c.target.Agent.Name, "sessionId", id, "error", err)
+		s.d.Log.Warn("could not record the session id", "agent", c.target.Agent.Namespace+"/"+c.target.Agent.Name, "sessionId", id, "err", err)
 		return
 	}
 	// Later messages of this call compare against what is now recorded.

@@ -46,7 +46,7 @@ func Watch(ctx context.Context, kube kubernetes.Interface, namespace string, log
 		}
 		k := sec.Data[realtime.KeySecretKey]
 		if err := realtime.CheckKey(k); err != nil {
-			log.Error("realtime key unusable; prompts fail until it is fixed", "secret", namespace+"/"+realtime.KeySecretName, "error", err)
+			log.Error("realtime key unusable; prompts fail until it is fixed", "secret", namespace+"/"+realtime.KeySecretName, "err", err)
 			s.key.Store(nil)
 			return
 		}
