@@ -92,6 +92,14 @@ const (
 	ReasonBatchSubmitted = "BatchSubmitted"
 	// ReasonBatchFallback means the batch timed out and the run fell back to a Job.
 	ReasonBatchFallback = "BatchFallback"
+	// ReasonRetrying means starting the run (creating its Job, submitting
+	// its batch) failed in a way that may pass (an API server or vendor
+	// outage, an exhausted quota); the controller retries with backoff and
+	// the message holds the last error.
+	ReasonRetrying = "Retrying"
+	// ReasonDenied means the cluster refused the run's Job for good (an
+	// admission webhook or policy denied it); the run failed.
+	ReasonDenied = "Denied"
 	// ReasonRestored means the conversation the run continues was restored
 	// from its store.
 	ReasonRestored = "Restored"

@@ -68,9 +68,8 @@ func (c *Controller) submit(ctx context.Context, snap reconcile.Snapshot, plan *
 		Model: sub.Model, Prompt: sub.Prompt, MaxTokens: sub.MaxTokens, OutputSchema: sub.OutputSchema,
 	})
 	if err != nil {
-		switch status.Code(err) {
-		case codes.InvalidArgument, codes.FailedPrecondition, codes.PermissionDenied, codes.Unauthenticated:
-			return "batch submit refused: " + status.Convert(err).Message(), nil
+		if st := status.Convert(err); reconcile.SubmitPermanent(st.Code(), st.Message()) {
+			return "batch submit refused: " + st.Message(), nil
 		}
 		return "", fmt.Errorf("submit batch: %w", err)
 	}

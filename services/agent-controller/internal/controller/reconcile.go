@@ -254,6 +254,24 @@ func (c *Controller) readPod(ctx context.Context, job *batchv1.Job, agentLog, in
 	return out, nil
 }
 
+// showRetrying records on a Pending Agent that starting it failed for now
+// and is retried (reconcile.Retrying); best-effort, as the retry is what
+// matters.
+func (c *Controller) showRetrying(ctx context.Context, agent *agentsv1alpha1.Agent, snap reconcile.Snapshot, what string, cause error) {
+	snap.Now = c.opts.Now()
+	st := reconcile.Retrying(snap, what, cause)
+	if st == nil {
+		return
+	}
+	patched := agent.DeepCopy()
+	patched.Status = *st
+	if err := c.c.Status().Patch(ctx, patched, client.MergeFromWithOptions(agent, client.MergeFromWithOptimisticLock{})); err != nil {
+		c.log.Debug("could not show the retry on the Agent", "agent", agent.Namespace+"/"+agent.Name, "err", err)
+		return
+	}
+	c.storeIfNewer(patched)
+}
+
 // apply makes the plan's writes in order. A 409 on the status patch means
 // the write was computed from a stale read: it is dropped, and the watch
 // event of the newer version brings the Agent back with fresh state.
@@ -273,6 +291,7 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 		refused, retry := c.submit(ctx, snap, &plan)
 		switch {
 		case retry != nil:
+			c.showRetrying(ctx, agent, snap, "submitting the batch", retry)
 			return resultError, retry
 		case refused != "":
 			snap.Now = c.opts.Now()
@@ -291,12 +310,15 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 	}
 	if plan.CreateJob != nil {
 		_, err := c.kube.BatchV1().Jobs(agent.Namespace).Create(ctx, plan.CreateJob, metav1.CreateOptions{})
-		if apierrors.IsInvalid(err) {
+		switch {
+		case err == nil, apierrors.IsAlreadyExists(err):
+		case reconcile.JobCreatePermanent(err):
 			snap.Now = c.opts.Now()
-			return c.apply(ctx, agent, snap, reconcile.JobRejected(snap, err))
-		}
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return resultError, fmt.Errorf("create Job %s: %w", plan.CreateJob.Name, err)
+			return c.apply(ctx, agent, snap, reconcile.JobDenied(snap, err))
+		default:
+			err = fmt.Errorf("create Job %s: %w", plan.CreateJob.Name, err)
+			c.showRetrying(ctx, agent, snap, "creating the Job", err)
+			return resultError, err
 		}
 	}
 	if plan.Status != nil {
