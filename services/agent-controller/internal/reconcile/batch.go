@@ -194,6 +194,9 @@ func BatchDeadline(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition,
 	return start.Add(scaled(b.EffectiveTimeoutMinutes(), unit))
 }
 
+// minRequeue is the shortest wait a plan asks for.
+const minRequeue = time.Second
+
 // scaled is n units, saturating at the longest time.Duration instead of
 // wrapping negative: a huge timeoutMinutes (admission bounds it, older
 // objects may predate the bound) means "far away", never "already past".
@@ -240,7 +243,9 @@ func decideBatchRunning(s Snapshot) Plan {
 	if s.Now.Before(deadline) || s.Batch == nil {
 		// Not due, or the driver did not ask this pass: look again at the
 		// next poll or the deadline, whichever is first.
-		return Plan{RequeueAfter: min(s.Config.batchPoll(), deadline.Sub(s.Now))}
+		// Past the deadline without an answer (the driver could not ask),
+		// look again soon, never "now": a zero or negative wait would spin.
+		return Plan{RequeueAfter: min(s.Config.batchPoll(), max(deadline.Sub(s.Now), minRequeue))}
 	}
 	var def *agentsv1alpha1.BatchSpec
 	if s.Definition != nil {

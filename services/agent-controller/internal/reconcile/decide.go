@@ -265,6 +265,11 @@ func decideRunning(s Snapshot) Plan {
 		// Kubernetes.
 		reason = ReasonDeadline
 	}
+	if reason == "" {
+		// A Job marked Failed without a reason (another writer's): the
+		// exit code is still a reason.
+		reason = fmt.Sprintf("the run failed with exit code %d", exit)
+	}
 	return finish(s, st, agentsv1alpha1.PhaseFailed, exit, output, reason, FailureJobFailed)
 }
 

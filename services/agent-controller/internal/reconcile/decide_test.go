@@ -144,7 +144,7 @@ func TestLifecycle(t *testing.T) {
 			s.Job = job(backoff)
 			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](0)}
 			return s
-		}, func(t *testing.T, p Plan) { wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, "") }},
+		}, func(t *testing.T, p Plan) { wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, "the run failed with exit code 1") }},
 		{"exitCode agrees with the phase: a Succeeded run reports 0 whatever the pod says", func() Snapshot {
 			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
 			s.Job = job(complete)
