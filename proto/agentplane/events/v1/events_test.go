@@ -290,7 +290,7 @@ func TestJSONUnmarshalRules(t *testing.T) {
 		{
 			name: "unknown fields are dropped with DiscardUnknown",
 			opts: protojson.UnmarshalOptions{DiscardUnknown: true},
-			in:   `{"run":{"namespace":"a","pod":"p"},"bogus":{"x":[1,2]},"message":{"role":"user","mood":"happy"}}`,
+			in:   `{"run":{"namespace":"a","node":"n"},"bogus":{"x":[1,2]},"message":{"role":"user","mood":"happy"}}`,
 			want: &eventsv1.RunEvent{Run: &eventsv1.RunIdentity{Namespace: "a"},
 				Payload: &eventsv1.RunEvent_Message{Message: &eventsv1.Message{Role: "user"}}},
 		},
