@@ -65,6 +65,9 @@ generate: generate-api generate-proto helm-crds generate-docs ## Regenerate deep
 generate-api: ## Regenerate deepcopy functions and CRD YAML with controller-gen.
 	go run sigs.k8s.io/controller-tools/cmd/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./libs/api/...
 	go run sigs.k8s.io/controller-tools/cmd/controller-gen crd:generateEmbeddedObjectMeta=true paths=./libs/api/... output:crd:artifacts:config=deploy/crds
+	@# The Station's pod template carries Kubernetes' full schema; its upstream
+	@# descriptions alone would pass kubectl apply's 256 KiB annotation limit.
+	go run ./tools/crdtrim deploy/crds/agents.re-cinq.com_stations.yaml spec.template
 
 .PHONY: generate-proto
 generate-proto: $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate protobuf Go code with buf.

@@ -83,12 +83,9 @@ type StationSpec struct {
 	// controller sets that container's command, env, mounts and security
 	// context, replaces init containers, and refuses host namespaces,
 	// hostPath volumes and privileged containers. Other containers are left
-	// as they are. The schema accepts any object; the controller checks it
-	// when it builds the Job.
+	// as they are. Admission checks it against the Kubernetes pod template
+	// schema; the controller checks the rules above when it builds the Job.
 	// +required
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
 	Template corev1.PodTemplateSpec `json:"template"`
 }
 

@@ -79,6 +79,13 @@ const (
 	ReasonStationNotFound = "StationNotFound"
 	// ReasonAgentDefinitionNotFound means the Station's agentDefRef names no AgentDefinition.
 	ReasonAgentDefinitionNotFound = "AgentDefinitionNotFound"
+	// ReasonStationUnreadable means the Station exists but cannot be decoded
+	// (a value its type refuses, stored before admission checked it); the
+	// message names the field.
+	ReasonStationUnreadable = "StationUnreadable"
+	// ReasonAgentDefinitionUnreadable means the AgentDefinition exists but
+	// cannot be decoded; the message names the field.
+	ReasonAgentDefinitionUnreadable = "AgentDefinitionUnreadable"
 	// ReasonInvalidDefinition means the AgentDefinition (or the Agent's request,
 	// such as resumeSession) cannot run in its execution mode.
 	ReasonInvalidDefinition = "InvalidDefinition"

@@ -123,16 +123,22 @@ func (c *Controller) askBatch(ctx context.Context, snap *reconcile.Snapshot) err
 }
 
 // noticeBatch is called for every completion notice from batch-poller: it
-// marks the run due and reconciles it at once.
+// marks the run due and reconciles it at once. A notice for an Agent the
+// cache does not hold (another namespace, one already gone) has nothing to
+// wake and leaves no mark behind, so batchNoticed only ever holds cached
+// Agents, and the poll's forgetGone bounds it.
 func (c *Controller) noticeBatch(ev *eventsv1.RunEvent) {
 	run := ev.GetRun()
-	if run.GetNamespace() == "" || run.GetAgent() == "" {
+	key := run.GetNamespace() + "/" + run.GetAgent()
+	obj, ok, _ := c.agents.GetIndexer().GetByKey(key)
+	a, isAgent := obj.(*agentsv1alpha1.Agent)
+	if run.GetNamespace() == "" || run.GetAgent() == "" || !ok || !isAgent {
 		return
 	}
-	if run.GetUid() != "" {
-		c.batchNoticed.Store(run.GetUid(), true)
+	if uid := run.GetUid(); uid != "" && uid == string(a.UID) {
+		c.batchNoticed.Store(uid, true)
 	}
-	c.queue.Add(run.GetNamespace() + "/" + run.GetAgent())
+	c.queue.Add(key)
 }
 
 // ensureFinalizer adds the batch-cleanup finalizer to a submitted batch run

@@ -14,9 +14,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -74,7 +72,7 @@ type Controller struct {
 	opts Options
 	log  *slog.Logger
 
-	lw       *agentListWatch
+	lw       *listWatch
 	agents   cache.SharedIndexInformer
 	jobs     cache.SharedIndexInformer
 	stations cache.SharedIndexInformer
@@ -135,28 +133,30 @@ func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts
 		opts.Reconcile.MaxOutputBytes = reconcile.DefaultMaxOutputBytes
 	}
 	ctl := &Controller{c: c, kube: kube, m: m, opts: opts, log: opts.Log, inflight: inflight{byStation: map[string]map[string]bool{}}}
-	ctl.lw = &agentListWatch{c: c, namespace: opts.Namespace, pageSize: opts.PageSize, watchTimeout: opts.WatchTimeout,
-		onList: func() { m.Resyncs.Inc() },
-		onWatch: func(reconnect bool) {
-			if reconnect {
-				m.WatchReconnects.Inc()
-			}
-		},
+	// Every kind is listed and watched through the same client, each
+	// object decoded on its own (see listWatch).
+	watched := func(obj client.Object, list client.ObjectList, gvk schema.GroupVersionKind) *listWatch {
+		return &listWatch{c: c, gvk: gvk, namespace: opts.Namespace, pageSize: opts.PageSize,
+			newObj:  func() client.Object { return obj.DeepCopyObject().(client.Object) },
+			newList: func() client.ObjectList { return list.DeepCopyObject().(client.ObjectList) },
+			bad:     newUndecodables(gvk.Kind, opts.Log, m.Undecodable.WithLabelValues(gvk.Kind)),
+		}
+	}
+	ctl.lw = watched(&agentsv1alpha1.Agent{}, &agentsv1alpha1.AgentList{}, agentsv1alpha1.GroupVersion.WithKind("Agent"))
+	ctl.lw.watchTimeout = opts.WatchTimeout
+	ctl.lw.onList = func() { m.Resyncs.Inc() }
+	ctl.lw.onWatch = func(reconnect bool) {
+		if reconnect {
+			m.WatchReconnects.Inc()
+		}
 	}
 	ctl.agents = cache.NewSharedIndexInformer(ctl.lw, &agentsv1alpha1.Agent{}, 0, cache.Indexers{byStation: stationIndex})
-	ctl.jobs = cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = agentsv1alpha1.LabelComponent + "=" + agentsv1alpha1.ComponentJob
-			return kube.BatchV1().Jobs(opts.Namespace).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = agentsv1alpha1.LabelComponent + "=" + agentsv1alpha1.ComponentJob
-			return kube.BatchV1().Jobs(opts.Namespace).Watch(ctx, o)
-		},
-	}, &batchv1.Job{}, 0, cache.Indexers{})
-	ctl.stations = cache.NewSharedIndexInformer(crListWatch(c, opts.Namespace, func() client.ObjectList { return &agentsv1alpha1.StationList{} }),
+	jobs := watched(&batchv1.Job{}, &batchv1.JobList{}, batchv1.SchemeGroupVersion.WithKind("Job"))
+	jobs.labelSelector = agentsv1alpha1.LabelComponent + "=" + agentsv1alpha1.ComponentJob
+	ctl.jobs = cache.NewSharedIndexInformer(jobs, &batchv1.Job{}, 0, cache.Indexers{})
+	ctl.stations = cache.NewSharedIndexInformer(watched(&agentsv1alpha1.Station{}, &agentsv1alpha1.StationList{}, agentsv1alpha1.GroupVersion.WithKind("Station")),
 		&agentsv1alpha1.Station{}, 0, cache.Indexers{})
-	ctl.defs = cache.NewSharedIndexInformer(crListWatch(c, opts.Namespace, func() client.ObjectList { return &agentsv1alpha1.AgentDefinitionList{} }),
+	ctl.defs = cache.NewSharedIndexInformer(watched(&agentsv1alpha1.AgentDefinition{}, &agentsv1alpha1.AgentDefinitionList{}, agentsv1alpha1.GroupVersion.WithKind("AgentDefinition")),
 		&agentsv1alpha1.AgentDefinition{}, 0, cache.Indexers{})
 	ctl.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "agents"})
@@ -375,20 +375,5 @@ func (f *inflight) forget(key string) {
 		if len(st) > len(ns) && st[:len(ns)+1] == ns+"/" {
 			delete(set, name)
 		}
-	}
-}
-
-// crListWatch lists and watches one kind through the controller-runtime
-// client, for the informers of the kinds Agents reference.
-func crListWatch(c client.WithWatch, ns string, newList func() client.ObjectList) *cache.ListWatch {
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			l := newList()
-			err := c.List(ctx, l, &client.ListOptions{Namespace: ns, Raw: &o})
-			return l, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.Watch(ctx, newList(), &client.ListOptions{Namespace: ns, Raw: &o})
-		},
 	}
 }

@@ -2,63 +2,230 @@ package controller
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 )
 
-// agentListWatch lists and watches Agents for the reflector, counting full
-// LISTs (the first page of each) and watch re-opens. client-go's reflector
-// does the hard parts: paginated LIST, resuming from the last
-// resourceVersion, a fresh re-list on 410 Gone, server-side timeoutSeconds,
-// and exponential backoff with jitter on errors.
-type agentListWatch struct {
-	c         client.WithWatch
-	namespace string
-	pageSize  int64
+// listWatch lists and watches one kind for an informer's reflector,
+// decoding each object on its own. Objects travel as unstructured JSON,
+// which any stored object is, and each is then converted to its Go type:
+// one that does not convert (a value its type refuses, stored before
+// admission checked it) is left out and reported (see undecodables), so
+// it can never fail a whole LIST or end a watch, which would leave the
+// informer unsynced and the controller idle while it holds the Lease.
+//
+// client-go's reflector does the rest: paginated LIST, resuming from the
+// last resourceVersion, a fresh re-list on 410 Gone, server-side
+// timeoutSeconds, and exponential backoff with jitter on errors.
+type listWatch struct {
+	c   client.WithWatch
+	gvk schema.GroupVersionKind
+	// newList returns the typed list the reflector and the poll read.
+	newList       func() client.ObjectList
+	newObj        func() client.Object
+	namespace     string
+	labelSelector string
+	pageSize      int64
 	// watchTimeout, when set, caps the server-side timeoutSeconds the
 	// reflector asks for (5-10 minutes by default).
 	watchTimeout time.Duration
-	onList       func()
-	onWatch      func(reconnect bool)
-	watches      atomic.Int64
+	// onList is called for each full LIST that answers (its first page),
+	// onWatch for each watch opened.
+	onList  func()
+	onWatch func(reconnect bool)
+	watches atomic.Int64
+	bad     *undecodables
 }
 
-var _ cache.ListerWatcher = (*agentListWatch)(nil)
+var _ cache.ListerWatcherWithContext = (*listWatch)(nil)
 
 // IsWatchListSemanticsUnSupported makes the reflector use paginated LISTs
-// rather than a streaming watch-list, so re-lists are LISTs the poll and
-// the resync metric can reason about.
-func (lw *agentListWatch) IsWatchListSemanticsUnSupported() bool { return true }
+// rather than a streaming watch-list: re-lists are LISTs the poll and the
+// resync metric can reason about, a LIST's end tells which undecodable
+// objects are gone, and a watch only ever carries changes.
+func (lw *listWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
-// List returns one page of Agents.
-func (lw *agentListWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
-	if opts.Continue == "" && lw.onList != nil {
-		lw.onList()
-	}
+// List returns one page of objects.
+func (lw *listWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+// ListWithContext returns one page of the objects that decode.
+func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	if opts.Limit == 0 {
 		opts.Limit = lw.pageSize
 	}
-	list := &agentsv1alpha1.AgentList{}
-	err := lw.c.List(context.Background(), list, &client.ListOptions{Namespace: lw.namespace, Raw: &opts})
-	return list, err
+	if lw.labelSelector != "" {
+		opts.LabelSelector = lw.labelSelector
+	}
+	page := &unstructured.UnstructuredList{}
+	page.SetGroupVersionKind(lw.gvk.GroupVersion().WithKind(lw.gvk.Kind + "List"))
+	// Limit and Continue go on the options themselves: the client
+	// overwrites Raw's with them.
+	err := lw.c.List(ctx, page, &client.ListOptions{Namespace: lw.namespace, Limit: opts.Limit, Continue: opts.Continue, Raw: &opts})
+	if err != nil {
+		return nil, err
+	}
+	// Counted once it answers: after a 410 the reflector first asks for
+	// the expired resourceVersion, which is refused, then for the newest.
+	if opts.Continue == "" && lw.onList != nil {
+		lw.onList()
+	}
+	listRV := page.GetResourceVersion()
+	objs := make([]runtime.Object, 0, len(page.Items))
+	for i := range page.Items {
+		u := &page.Items[i]
+		obj, err := decode(u, lw.gvk.Kind, lw.newObj())
+		if err != nil {
+			lw.bad.failed(err, u.GetResourceVersion(), listRV)
+			continue
+		}
+		lw.bad.readable(u)
+		objs = append(objs, obj)
+	}
+	if page.GetContinue() == "" {
+		lw.bad.listed(listRV)
+	}
+	list := lw.newList()
+	if err := meta.SetList(list, objs); err != nil {
+		return nil, err
+	}
+	list.SetResourceVersion(listRV)
+	list.SetContinue(page.GetContinue())
+	list.SetRemainingItemCount(page.GetRemainingItemCount())
+	return list, nil
 }
 
 // Watch opens a watch from opts.ResourceVersion.
-func (lw *agentListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+func (lw *listWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), opts)
+}
+
+// WatchWithContext opens a watch from opts.ResourceVersion whose events
+// carry decoded objects.
+func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	if secs := int64(lw.watchTimeout / time.Second); secs > 0 && (opts.TimeoutSeconds == nil || *opts.TimeoutSeconds > secs) {
 		opts.TimeoutSeconds = &secs
+	}
+	if lw.labelSelector != "" {
+		opts.LabelSelector = lw.labelSelector
 	}
 	n := lw.watches.Add(1)
 	if lw.onWatch != nil {
 		lw.onWatch(n > 1)
 	}
-	return lw.c.Watch(context.Background(), &agentsv1alpha1.AgentList{}, &client.ListOptions{Namespace: lw.namespace, Raw: &opts})
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(lw.gvk.GroupVersion().WithKind(lw.gvk.Kind + "List"))
+	w, err := lw.c.Watch(ctx, list, &client.ListOptions{Namespace: lw.namespace, Raw: &opts})
+	if err != nil {
+		return nil, err
+	}
+	return newDecodingWatch(w, lw.event), nil
 }
+
+// event turns a watch event on an unstructured object into one on its
+// decoded form. An object that does not decode becomes, to the informer,
+// an object that is not there: its event deletes a readable version the
+// cache may still hold, or, when the cache holds none, is a bookmark that
+// only moves the resourceVersion on, so the watch resumes past it.
+func (lw *listWatch) event(ev watch.Event) watch.Event {
+	u, ok := ev.Object.(*unstructured.Unstructured)
+	if !ok || ev.Type == watch.Error {
+		// Errors (a Status) go to the reflector as they are: a 410 Gone
+		// there is what makes it re-list.
+		return ev
+	}
+	if ev.Type == watch.Bookmark {
+		return watch.Event{Type: watch.Bookmark, Object: lw.stub(u)}
+	}
+	obj, err := decode(u, lw.gvk.Kind, lw.newObj())
+	if err == nil {
+		if ev.Type == watch.Deleted {
+			lw.bad.deleted(u)
+		} else {
+			lw.bad.readable(u)
+		}
+		return watch.Event{Type: ev.Type, Object: obj}
+	}
+	var cached bool
+	switch ev.Type {
+	case watch.Added:
+		// New to this watch: the cache cannot hold it.
+		lw.bad.failed(err, u.GetResourceVersion(), u.GetResourceVersion())
+	case watch.Modified:
+		cached = !lw.bad.failed(err, u.GetResourceVersion(), u.GetResourceVersion())
+	case watch.Deleted:
+		cached = !lw.bad.deleted(u)
+	}
+	if cached {
+		return watch.Event{Type: watch.Deleted, Object: lw.stub(u)}
+	}
+	return watch.Event{Type: watch.Bookmark, Object: lw.stub(u)}
+}
+
+// stub is the typed object holding only u's identity, resourceVersion,
+// owners and annotations: enough for a bookmark or a deletion, and for
+// the Job handler to find the owning Agent.
+func (lw *listWatch) stub(u *unstructured.Unstructured) client.Object {
+	obj := lw.newObj()
+	obj.SetNamespace(u.GetNamespace())
+	obj.SetName(u.GetName())
+	obj.SetUID(u.GetUID())
+	obj.SetResourceVersion(u.GetResourceVersion())
+	obj.SetOwnerReferences(u.GetOwnerReferences())
+	obj.SetAnnotations(u.GetAnnotations())
+	return obj
+}
+
+// decodingWatch passes a watch's events through a conversion until it is
+// stopped. Unlike watch.Filter it never blocks on a reader that is gone.
+type decodingWatch struct {
+	src     watch.Interface
+	out     chan watch.Event
+	done    chan struct{}
+	stopped sync.Once
+}
+
+func newDecodingWatch(src watch.Interface, convert func(watch.Event) watch.Event) *decodingWatch {
+	w := &decodingWatch{src: src, out: make(chan watch.Event), done: make(chan struct{})}
+	go func() {
+		defer close(w.out)
+		for {
+			select {
+			case <-w.done:
+				return
+			case ev, ok := <-src.ResultChan():
+				if !ok {
+					return
+				}
+				select {
+				case w.out <- convert(ev):
+				case <-w.done:
+					return
+				}
+			}
+		}
+	}()
+	return w
+}
+
+// Stop ends the watch and the underlying one.
+func (w *decodingWatch) Stop() {
+	w.stopped.Do(func() {
+		close(w.done)
+		w.src.Stop()
+	})
+}
+
+// ResultChan returns the converted events.
+func (w *decodingWatch) ResultChan() <-chan watch.Event { return w.out }

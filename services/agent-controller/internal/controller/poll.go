@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,8 +26,11 @@ func (c *Controller) pollLoop(ctx context.Context) {
 	}, c.opts.PollInterval, 0.1, true)
 }
 
+// pollTimeout bounds one poll, every page of its LIST included.
+const pollTimeout = 2 * time.Minute
+
 func (c *Controller) poll(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
 	defer cancel()
 	counts := map[agentsv1alpha1.AgentPhase]int{}
 	var keys []string
@@ -34,7 +38,7 @@ func (c *Controller) poll(ctx context.Context) error {
 	listRV := ""
 	opts := metav1.ListOptions{}
 	for {
-		obj, err := c.lw.List(opts)
+		obj, err := c.lw.ListWithContext(ctx, opts)
 		if err != nil {
 			return fmt.Errorf("list Agents: %w", err)
 		}
@@ -62,6 +66,7 @@ func (c *Controller) poll(ctx context.Context) error {
 		}
 	}
 	c.evictMissing(listed, listRV)
+	c.forgetGone()
 	c.m.SetPhaseCounts(counts)
 	for _, k := range keys {
 		c.queue.Add(k)
@@ -82,5 +87,26 @@ func (c *Controller) evictMissing(listed map[string]bool, listRV string) {
 			_ = idx.Delete(a)
 			c.inflight.forget(a.Namespace + "/" + a.Name)
 		}
+	}
+}
+
+// forgetGone drops the per-run bookkeeping, kept by uid, of Agents the
+// cache no longer holds: their deletion was seen by the watch or by this
+// poll's evictMissing. Entries are only made for cached Agents, so this
+// bounds them by the Agents that exist, whichever way a run ended or went.
+func (c *Controller) forgetGone() {
+	live := map[string]bool{}
+	for _, obj := range c.agents.GetIndexer().List() {
+		if a, ok := obj.(*agentsv1alpha1.Agent); ok {
+			live[string(a.UID)] = true
+		}
+	}
+	for _, m := range []*sync.Map{&c.batchAsked, &c.batchNoticed, &c.cleanupAt} {
+		m.Range(func(k, _ any) bool {
+			if uid, _ := k.(string); !live[uid] {
+				m.Delete(k)
+			}
+			return true
+		})
 	}
 }

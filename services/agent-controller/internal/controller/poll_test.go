@@ -1,11 +1,17 @@
 package controller
 
 import (
+	"context"
+	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
 )
 
@@ -55,5 +61,99 @@ func TestInflightCounting(t *testing.T) {
 	f.forget("ns/a")
 	if n := f.count("ns/st", "", runs); n != 0 {
 		t.Errorf("a deleted Agent is forgotten: got %d", n)
+	}
+}
+
+// TestThePollsListIsBounded: every page of the poll's LIST runs under the
+// poll's own deadline, so an API server that hangs cannot stall the poll,
+// and the readiness it feeds, forever.
+func TestThePollsListIsBounded(t *testing.T) {
+	ns := env.Namespace(t)
+	mkAgent(t, ns, "a", "st")
+	var mu sync.Mutex
+	var deadlines []time.Time
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			// The controller is not running: every LIST is the poll's.
+			d, _ := ctx.Deadline()
+			mu.Lock()
+			deadlines = append(deadlines, d)
+			mu.Unlock()
+			return c.List(ctx, list, opts...)
+		},
+	})
+	ctl := New(c, env.Kube, metrics.New(), Options{Namespace: ns, Log: quiet})
+	if err := ctl.poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	latest := time.Now().Add(pollTimeout)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(deadlines) == 0 {
+		t.Fatal("the poll listed no Agents")
+	}
+	for _, d := range deadlines {
+		if d.IsZero() || d.After(latest) {
+			t.Errorf("a LIST page of the poll ran with deadline %v, want one within the poll's %s", d, pollTimeout)
+		}
+	}
+}
+
+// TestBatchBookkeepingIsBoundedByTheAgents: what the controller remembers
+// per batch run (when it last asked, a completion notice, a cleanup retry)
+// lives only as long as the Agent: the poll drops the entries of Agents it
+// no longer sees, and a notice for an Agent this controller does not hold
+// leaves nothing behind.
+func TestBatchBookkeepingIsBoundedByTheAgents(t *testing.T) {
+	ns := env.Namespace(t)
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := New(base, env.Kube, metrics.New(), Options{Namespace: ns, Log: quiet})
+	mkAgent(t, ns, "kept", "st")
+	mkAgent(t, ns, "gone", "st")
+	if err := ctl.poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	remember := func(namespace, name, uid string) {
+		ctl.batchAsked.Store(uid, time.Now())
+		ctl.cleanupAt.Store(uid, time.Now())
+		ctl.noticeBatch(&eventsv1.RunEvent{Run: &eventsv1.RunIdentity{Namespace: namespace, Agent: name, Uid: uid}})
+	}
+	kept, gone := getAgent(t, ns, "kept"), getAgent(t, ns, "gone")
+	remember(ns, "kept", string(kept.UID))
+	remember(ns, "gone", string(gone.UID))
+	ctl.noticeBatch(&eventsv1.RunEvent{Run: &eventsv1.RunIdentity{Namespace: "elsewhere", Agent: "stranger", Uid: "uid-stranger"}})
+	if _, ok := ctl.batchNoticed.Load("uid-stranger"); ok {
+		t.Error("a notice for an Agent this controller does not hold was kept until the next poll")
+	}
+	if err := env.Client.Delete(context.Background(), gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		rule string
+		uid  string
+		want bool
+	}{
+		{"an Agent the poll still lists keeps its entries", string(kept.UID), true},
+		{"an Agent the poll no longer lists loses its entries", string(gone.UID), false},
+		{"a notice for an Agent this controller does not hold is not kept", "uid-stranger", false},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			for name, m := range map[string]*sync.Map{"batchAsked": &ctl.batchAsked, "batchNoticed": &ctl.batchNoticed, "cleanupAt": &ctl.cleanupAt} {
+				if _, ok := m.Load(c.uid); ok != c.want {
+					t.Errorf("%s holds the entry: %v, want %v", name, ok, c.want)
+				}
+			}
+		})
 	}
 }

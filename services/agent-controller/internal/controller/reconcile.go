@@ -81,8 +81,7 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 			l.Lock()
 			defer l.Unlock()
 		}
-		snap.StationRuns = c.cachedRuns(agent.Namespace, agent.Spec.StationRef)
-		snap.InFlight = c.inflight.count(stationKey, agent.Name, snap.StationRuns)
+		c.readSlots(&snap, stationKey)
 	case reconcile.NeedsJob(agent):
 		if err := c.readRun(ctx, &snap); err != nil {
 			return resultError, err
@@ -90,6 +89,12 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 	default:
 		// Pending, or a batch fallback waiting for a slot: admission.
 		if err := c.readRefs(ctx, &snap); err != nil {
+			if bad, ok := unreadable(err); ok && (agent.Status.Phase == "" || agent.Status.Phase == agentsv1alpha1.PhasePending) {
+				// Retrying cannot help until someone fixes the object. A
+				// started run (a batch fallback) keeps retrying instead.
+				snap.Now = c.opts.Now()
+				return c.apply(ctx, agent, snap, reconcile.RefUnreadable(snap, bad.Kind, bad.Error()))
+			}
 			return resultError, err
 		}
 		if snap.Station != nil && snap.Station.Spec.EffectiveMaxConcurrent() > 0 {
@@ -99,8 +104,7 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 			l.Lock()
 			defer l.Unlock()
 		}
-		snap.StationRuns = c.cachedRuns(agent.Namespace, agent.Spec.StationRef)
-		snap.InFlight = c.inflight.count(stationKey, agent.Name, snap.StationRuns)
+		c.readSlots(&snap, stationKey)
 	}
 	snap.Now = c.opts.Now()
 
@@ -112,6 +116,32 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 		return resultOK, nil
 	}
 	return c.apply(ctx, agent, snap, plan)
+}
+
+// readSlots fills what the Station's concurrency is counted from: its
+// cached runs, those of them Pending whose Job the cache holds, and the
+// runs this controller admitted that the cache does not show yet. A run
+// found with its Job stops counting as in flight, so it is counted once.
+func (c *Controller) readSlots(snap *reconcile.Snapshot, stationKey string) {
+	a := snap.Agent
+	snap.StationRuns = c.cachedRuns(a.Namespace, a.Spec.StationRef)
+	for _, r := range snap.StationRuns {
+		if r.Status.Phase != "" && r.Status.Phase != agentsv1alpha1.PhasePending || r.DeletionTimestamp != nil {
+			continue
+		}
+		obj, ok, _ := c.jobs.GetIndexer().GetByKey(r.Namespace + "/" + jobbuild.JobName(r.Name))
+		job, isJob := obj.(*batchv1.Job)
+		// Owned by this Agent, not by an earlier one of the same name.
+		if !ok || !isJob || !metav1.IsControlledBy(job, r) {
+			continue
+		}
+		if snap.PendingWithJob == nil {
+			snap.PendingWithJob = map[string]bool{}
+		}
+		snap.PendingWithJob[r.Name] = true
+		c.inflight.forget(r.Namespace + "/" + r.Name)
+	}
+	snap.InFlight = c.inflight.count(stationKey, a.Name, snap.StationRuns)
 }
 
 // readRefs fills the Station and AgentDefinition; a missing one stays nil.
@@ -144,7 +174,7 @@ func (c *Controller) cachedOrLive(ctx context.Context, inf cache.SharedIndexInfo
 			return true, nil
 		}
 	}
-	err := c.c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj)
+	err := c.getDecoded(ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
@@ -321,6 +351,11 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 			return resultError, err
 		}
 	}
+	if plan.CreateJob != nil || plan.Submit != nil {
+		// The run holds its slot from here, whether or not the status patch
+		// below lands: a Job created before a lost patch runs all the same.
+		c.inflight.add(agent.Namespace+"/"+agent.Spec.StationRef, agent.Name)
+	}
 	if plan.Status != nil {
 		patched := agent.DeepCopy()
 		patched.Status = *plan.Status
@@ -335,9 +370,6 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 			return resultError, fmt.Errorf("patch status of Agent %s: %w", agent.Name, err)
 		}
 		c.storeIfNewer(patched)
-		if plan.CreateJob != nil || plan.Submit != nil {
-			c.inflight.add(agent.Namespace+"/"+agent.Spec.StationRef, agent.Name)
-		}
 		if plan.Submit != nil {
 			if err := c.ensureFinalizer(ctx, patched); err != nil {
 				// The next pass over the Running batch run adds it.
@@ -377,8 +409,10 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 func (c *Controller) prune(ctx context.Context, agent *agentsv1alpha1.Agent, station *agentsv1alpha1.Station) error {
 	if station == nil {
 		station = &agentsv1alpha1.Station{}
-		err := c.c.Get(ctx, types.NamespacedName{Namespace: agent.Namespace, Name: agent.Spec.StationRef}, station)
-		if apierrors.IsNotFound(err) {
+		err := c.getDecoded(ctx, types.NamespacedName{Namespace: agent.Namespace, Name: agent.Spec.StationRef}, station)
+		if _, bad := unreadable(err); bad || apierrors.IsNotFound(err) {
+			// An unreadable Station's limits are unknown: nothing is
+			// pruned until it is fixed (its watch reports it).
 			return nil
 		}
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -47,6 +48,15 @@ func TestAJobDeniedByPolicyFailsTheRunWithItsReason(t *testing.T) {
 	if _, err := env.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A policy takes effect once the API server has compiled it: wait
+	// until a dry-run Job is denied before starting the run.
+	probe := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "i"}}}}}}
+	eventually(t, "the policy to deny Jobs", func() bool {
+		_, err := env.Kube.BatchV1().Jobs(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "agent Jobs are not allowed")
+	})
 	start(t, ns)
 	mkStation(t, ns, "st", nil)
 	mkAgent(t, ns, "denied", "st")

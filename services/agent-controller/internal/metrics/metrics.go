@@ -27,7 +27,14 @@ type Metrics struct {
 	BatchCleanupFail prometheus.Counter
 	Reconciles       *prometheus.CounterVec
 	IsLeader         prometheus.Gauge
+	// Undecodable counts, by kind, the stored objects the controller
+	// cannot decode and leaves out of its caches.
+	Undecodable *prometheus.GaugeVec
 }
+
+// WatchedKinds are the kinds the controller caches, the label values of
+// controller_undecodable_objects.
+var WatchedKinds = []string{"Agent", "Station", "AgentDefinition", "Job"}
 
 // New registers every collector, plus the Go and process collectors.
 func New() *Metrics {
@@ -65,12 +72,19 @@ func New() *Metrics {
 		IsLeader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "controller_is_leader", Help: "1 while this replica holds the agent-controller Lease.",
 		}),
+		Undecodable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "controller_undecodable_objects",
+			Help: "Stored objects of a watched kind that cannot be decoded, left out of the caches until fixed or deleted.",
+		}, []string{"kind"}),
 	}
 	m.Registry.MustRegister(m.Agents, m.RunsCompleted, m.RunDuration, m.RunQueue, m.RunFailures, m.Resyncs,
-		m.WatchReconnects, m.BatchCleanupFail, m.Reconciles, m.IsLeader,
+		m.WatchReconnects, m.BatchCleanupFail, m.Reconciles, m.IsLeader, m.Undecodable,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, p := range []agentsv1alpha1.AgentPhase{agentsv1alpha1.PhasePending, agentsv1alpha1.PhaseRunning, agentsv1alpha1.PhaseSucceeded, agentsv1alpha1.PhaseFailed} {
 		m.Agents.WithLabelValues(string(p))
+	}
+	for _, k := range WatchedKinds {
+		m.Undecodable.WithLabelValues(k)
 	}
 	for _, k := range []reconcile.FailureKind{reconcile.FailureMissingRef, reconcile.FailureJobFailed, reconcile.FailureOutputUnavailable, reconcile.FailurePreempted} {
 		m.RunFailures.WithLabelValues(string(k))

@@ -77,11 +77,15 @@ func decidePending(s Snapshot) Plan {
 	plan := Plan{}
 	limit := s.Station.Spec.EffectiveMaxConcurrent()
 	running := runningOf(s)
-	if limit > 0 && len(running)+s.InFlight >= limit {
+	// A run whose own Job exists was admitted already and lost the patch
+	// to Running: it holds its slot, so it neither waits nor preempts, and
+	// the patch is made again.
+	held := s.PendingWithJob[a.Name] && execution != agentsv1alpha1.ExecutionBatch
+	if !held && limit > 0 && len(running)+s.InFlight >= limit {
 		if s.Station.Spec.ConcurrencyPolicy != agentsv1alpha1.ReplaceConcurrent || len(running) == 0 {
 			return queue(s)
 		}
-		// Replace: the oldest Running run makes room for this one.
+		// Replace: the oldest run holding a slot makes room for this one.
 		sort.SliceStable(running, func(i, j int) bool { return startedBefore(running[i], running[j]) })
 		over := len(running) + s.InFlight - limit + 1
 		for i := 0; i < over && i < len(running); i++ {
@@ -178,13 +182,6 @@ func policyOf(st *agentsv1alpha1.Station) agentsv1alpha1.ConcurrencyPolicy {
 		return agentsv1alpha1.AllowConcurrent
 	}
 	return st.Spec.ConcurrencyPolicy
-}
-
-// JobRejected is the plan when the API server refuses a built Job as
-// invalid: retrying would be refused the same way, so the run fails with the
-// server's reason instead of staying Pending.
-func JobRejected(s Snapshot, err error) Plan {
-	return fail(s, "the Job for this run was rejected: "+err.Error(), FailureInvalidSpec, agentsv1alpha1.ReasonInvalidDefinition)
 }
 
 // TokenRefused is the plan when a realtime run cannot get its token (the
@@ -320,11 +317,23 @@ func jobOutcome(job *batchv1.Job) (done, succeeded bool, reason string) {
 	return false, false, ""
 }
 
+// runningOf returns the Station's other runs that hold a slot: the Running
+// ones, and the Pending ones whose Job exists (created before a lost patch
+// to Running: the Job runs, so not counting it would admit one over the
+// limit). Runs being deleted are on their way out and hold none.
 func runningOf(s Snapshot) []*agentsv1alpha1.Agent {
 	var out []*agentsv1alpha1.Agent
 	for _, r := range s.StationRuns {
-		if r.Name != s.Agent.Name && r.Status.Phase == agentsv1alpha1.PhaseRunning && r.DeletionTimestamp == nil {
+		if r.Name == s.Agent.Name || r.DeletionTimestamp != nil {
+			continue
+		}
+		switch r.Status.Phase {
+		case agentsv1alpha1.PhaseRunning:
 			out = append(out, r)
+		case "", agentsv1alpha1.PhasePending:
+			if s.PendingWithJob[r.Name] {
+				out = append(out, r)
+			}
 		}
 	}
 	return out

@@ -144,7 +144,9 @@ func TestLifecycle(t *testing.T) {
 			s.Job = job(backoff)
 			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](0)}
 			return s
-		}, func(t *testing.T, p Plan) { wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, "the run failed with exit code 1") }},
+		}, func(t *testing.T, p Plan) {
+			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, "the run failed with exit code 1")
+		}},
 		{"exitCode agrees with the phase: a Succeeded run reports 0 whatever the pod says", func() Snapshot {
 			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
 			s.Job = job(complete)
@@ -317,6 +319,11 @@ func TestConcurrency(t *testing.T) {
 		a.ResourceVersion = "rv-" + name
 		return a
 	}
+	pending := func(name string) *agentsv1alpha1.Agent {
+		a := agent(name, agentsv1alpha1.PhasePending)
+		a.ResourceVersion = "rv-" + name
+		return a
+	}
 	cases := []struct {
 		rule        string
 		policy      agentsv1alpha1.ConcurrencyPolicy
@@ -325,16 +332,24 @@ func TestConcurrency(t *testing.T) {
 		inFlight    int
 		wantStart   bool
 		wantPreempt []string
+		// withJob names the Pending runs whose Job exists already ("new"
+		// is the run decided on).
+		withJob []string
 	}{
-		{"Allow with maxConcurrentRuns 0 is unlimited", agentsv1alpha1.AllowConcurrent, 0, []*agentsv1alpha1.Agent{running("r1", 5), running("r2", 5)}, 0, true, nil},
-		{"Allow queues in Pending at maxConcurrentRuns", agentsv1alpha1.AllowConcurrent, 2, []*agentsv1alpha1.Agent{running("r1", 5), running("r2", 5)}, 0, false, nil},
-		{"Allow admits below maxConcurrentRuns", agentsv1alpha1.AllowConcurrent, 3, []*agentsv1alpha1.Agent{running("r1", 5), running("r2", 5)}, 0, true, nil},
-		{"Pending and finished runs do not count", agentsv1alpha1.AllowConcurrent, 1, []*agentsv1alpha1.Agent{agent("p", agentsv1alpha1.PhasePending), agent("s", agentsv1alpha1.PhaseSucceeded)}, 0, true, nil},
-		{"admissions not yet in the cache count, so a burst never over-admits", agentsv1alpha1.AllowConcurrent, 2, []*agentsv1alpha1.Agent{running("r1", 5)}, 1, false, nil},
-		{"Forbid allows one run whatever maxConcurrentRuns says", agentsv1alpha1.ForbidConcurrent, 5, []*agentsv1alpha1.Agent{running("r1", 5)}, 0, false, nil},
-		{"Replace deletes the oldest Running run and starts", agentsv1alpha1.ReplaceConcurrent, 0, []*agentsv1alpha1.Agent{running("young", 5), running("old", 50)}, 0, true, []string{"old", "young"}},
-		{"Replace with a free slot deletes nothing", agentsv1alpha1.ReplaceConcurrent, 0, nil, 0, true, nil},
-		{"Replace waits when only unseen admissions hold the slot", agentsv1alpha1.ReplaceConcurrent, 0, nil, 1, false, nil},
+		{"Allow with maxConcurrentRuns 0 is unlimited", agentsv1alpha1.AllowConcurrent, 0, []*agentsv1alpha1.Agent{running("r1", 5), running("r2", 5)}, 0, true, nil, nil},
+		{"Allow queues in Pending at maxConcurrentRuns", agentsv1alpha1.AllowConcurrent, 2, []*agentsv1alpha1.Agent{running("r1", 5), running("r2", 5)}, 0, false, nil, nil},
+		{"Allow admits below maxConcurrentRuns", agentsv1alpha1.AllowConcurrent, 3, []*agentsv1alpha1.Agent{running("r1", 5), running("r2", 5)}, 0, true, nil, nil},
+		{"Pending runs without a Job and finished runs do not count", agentsv1alpha1.AllowConcurrent, 1, []*agentsv1alpha1.Agent{agent("p", agentsv1alpha1.PhasePending), agent("s", agentsv1alpha1.PhaseSucceeded)}, 0, true, nil, nil},
+		{"admissions not yet in the cache count, so a burst never over-admits", agentsv1alpha1.AllowConcurrent, 2, []*agentsv1alpha1.Agent{running("r1", 5)}, 1, false, nil, nil},
+		{"Forbid allows one run whatever maxConcurrentRuns says", agentsv1alpha1.ForbidConcurrent, 5, []*agentsv1alpha1.Agent{running("r1", 5)}, 0, false, nil, nil},
+		{"Replace deletes the oldest Running run and starts", agentsv1alpha1.ReplaceConcurrent, 0, []*agentsv1alpha1.Agent{running("young", 5), running("old", 50)}, 0, true, []string{"old", "young"}, nil},
+		{"Replace with a free slot deletes nothing", agentsv1alpha1.ReplaceConcurrent, 0, nil, 0, true, nil, nil},
+		{"Replace waits when only unseen admissions hold the slot", agentsv1alpha1.ReplaceConcurrent, 0, nil, 1, false, nil, nil},
+		{"a Job created before a lost Running patch holds its slot", agentsv1alpha1.AllowConcurrent, 1, []*agentsv1alpha1.Agent{pending("lost-patch")}, 0, false, nil, []string{"lost-patch"}},
+		{"a Pending run holding its slot through its Job counts with the Running ones", agentsv1alpha1.AllowConcurrent, 2, []*agentsv1alpha1.Agent{running("r1", 5), pending("lost-patch")}, 0, false, nil, []string{"lost-patch"}},
+		{"Replace preempts a Pending run holding its slot through its Job", agentsv1alpha1.ReplaceConcurrent, 0, []*agentsv1alpha1.Agent{pending("lost-patch")}, 0, true, []string{"lost-patch"}, []string{"lost-patch"}},
+		{"a run whose own Job exists already goes Running without waiting for a slot", agentsv1alpha1.ForbidConcurrent, 0, []*agentsv1alpha1.Agent{running("r1", 5)}, 0, true, nil, []string{"new"}},
+		{"a run whose own Job exists already preempts nothing under Replace", agentsv1alpha1.ReplaceConcurrent, 0, []*agentsv1alpha1.Agent{running("r1", 5)}, 0, true, nil, []string{"new"}},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
@@ -342,6 +357,12 @@ func TestConcurrency(t *testing.T) {
 			s.Station = station(c.policy, c.max)
 			s.StationRuns = append(c.runs, s.Agent)
 			s.InFlight = c.inFlight
+			for _, name := range c.withJob {
+				if s.PendingWithJob == nil {
+					s.PendingWithJob = map[string]bool{}
+				}
+				s.PendingWithJob[name] = true
+			}
 			p := Decide(s)
 			if (p.CreateJob != nil) != c.wantStart {
 				t.Fatalf("started %v, want %v (%+v)", p.CreateJob != nil, c.wantStart, p)

@@ -80,6 +80,14 @@ func randomSnapshot(r *rand.Rand) Snapshot {
 	if r.IntN(3) == 0 {
 		s.StationRuns = append(s.StationRuns, a)
 	}
+	for _, o := range s.StationRuns {
+		if r.IntN(4) == 0 {
+			if s.PendingWithJob == nil {
+				s.PendingWithJob = map[string]bool{}
+			}
+			s.PendingWithJob[o.Name] = true
+		}
+	}
 	s.InFlight = r.IntN(3)
 	if r.IntN(3) != 0 {
 		var conds []batchv1.JobCondition
@@ -133,7 +141,10 @@ func TestDecideProperties(t *testing.T) {
 		if again := Decide(s); !reflect.DeepEqual(p, again) {
 			t.Fatalf("seed %d: two decisions on one snapshot differ:\n%+v\n%+v", seed, p, again)
 		}
-		admits := (s.Agent.Status.Phase == "" || s.Agent.Status.Phase == agentsv1alpha1.PhasePending) && (p.CreateJob != nil || p.Submit != nil)
+		// A run whose own Job exists holds its slot already: going Running
+		// takes no new one.
+		admits := (s.Agent.Status.Phase == "" || s.Agent.Status.Phase == agentsv1alpha1.PhasePending) && (p.CreateJob != nil || p.Submit != nil) &&
+			!s.PendingWithJob[s.Agent.Name]
 		if admits && s.Station != nil {
 			if limit := s.Station.Spec.EffectiveMaxConcurrent(); limit > 0 {
 				limited++

@@ -114,9 +114,15 @@ type Snapshot struct {
 	// included or not.
 	StationRuns []*agentsv1alpha1.Agent
 	// InFlight counts this Station's runs admitted by this controller but
-	// not yet seen Running in the cache, so a burst never over-admits.
+	// not yet seen in the cache holding their slot (Running, or Pending
+	// with a Job), so a burst never over-admits.
 	InFlight int
-	Config   Config
+	// PendingWithJob names the Station's Pending Agents, this one included,
+	// whose Job exists (owned by that Agent): the Job was created but the
+	// patch to Running was lost (a conflict, a crash). The Job runs all the
+	// same, so such a run holds a slot.
+	PendingWithJob map[string]bool
+	Config         Config
 }
 
 // Victim is an Agent to delete, with the resourceVersion it was judged at,
