@@ -207,10 +207,16 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) (*apps
 		s := rp.Provider.Spec
 		pe := providerEnv{Name: rp.Ref.Name, Provider: rp.Provider.Name, Type: string(s.Type), Role: string(s.EffectiveRole()), Model: s.Model, BaseURL: s.BaseURL}
 		if c := s.Credential; c != nil && c.SecretRef != nil {
-			if key, _, ok := provider.CredentialValue(&s, in.Secrets[c.SecretRef.Name]); ok {
-				pe.KeyEnv = "OMNIA_PROVIDER_" + envName(rp.Ref.Name) + "_API_KEY"
-				env = append(env, corev1.EnvVar{Name: pe.KeyEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-					LocalObjectReference: corev1.LocalObjectReference{Name: c.SecretRef.Name}, Key: key}}})
+			// The Secret may be gone while the Provider still reads Ready
+			// (its controller has not seen the deletion yet): then it has
+			// no key to reference, like a Secret without the key, and the
+			// config hash ("missing") rolls the pods when it returns.
+			if sec := in.Secrets[c.SecretRef.Name]; sec != nil {
+				if key, _, ok := provider.CredentialValue(&s, sec); ok {
+					pe.KeyEnv = "OMNIA_PROVIDER_" + envName(rp.Ref.Name) + "_API_KEY"
+					env = append(env, corev1.EnvVar{Name: pe.KeyEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: c.SecretRef.Name}, Key: key}}})
+				}
 			}
 		} else if c != nil && c.EnvVar != "" {
 			pe.KeyEnv = c.EnvVar

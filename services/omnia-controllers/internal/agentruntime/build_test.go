@@ -68,6 +68,8 @@ func TestPodTemplateChangesOnlyWithInputs(t *testing.T) {
 		"registry":     func(in *Inputs) { in.Registry.Generation = 2 },
 		"model":        func(in *Inputs) { in.Providers["ns/llm"].Spec.Model = "gpt-5" },
 		"credential":   func(in *Inputs) { in.Secrets["key"].Data["OPENAI_API_KEY"] = []byte("sk-2") },
+		// The Provider can still read Ready when its Secret is gone.
+		"credential Secret deleted": func(in *Inputs) { delete(in.Secrets, "key") },
 	} {
 		in := base()
 		mut(&in)

@@ -24,9 +24,19 @@ type idlePlan struct {
 	Deleted bool
 	// ScaleToZero: hold the stable Deployment at zero replicas.
 	ScaleToZero bool
-	// RequeueAfter is the time left to the deadline (0: no timer).
+	// RequeueAfter is the time left to the deadline, at least
+	// minIdleRequeue (0: no timer).
 	RequeueAfter time.Duration
 }
+
+// minIdleRequeue is the shortest idle timer. The deadline counts from
+// times stored with second precision and a pass reads a clock truncated to
+// the second, so a shorter timer (a sub-second idleTimeout, or the last
+// fraction of a second before the deadline) brings the pass back within
+// the same second to find the deadline not passed yet, again and again
+// until the second ends; and an idleTimeout of 0 would arm no timer at
+// all for a woken agent.
+const minIdleRequeue = time.Second
 
 // idleCondition is the Idle condition a decision asks for.
 type idleCondition struct {
@@ -114,7 +124,7 @@ func decideIdle(gen int64, ann map[string]string, spec *omniav1.AgentRuntimeSpec
 		// The deadline restarts now; the new condition's transition time
 		// records the wake for the passes that follow.
 		return idleDecision{
-			Plan: idlePlan{RequeueAfter: timeout},
+			Plan: idlePlan{RequeueAfter: max(timeout, minIdleRequeue)},
 			Cond: &idleCondition{metav1.ConditionFalse, omniav1.ReasonWakeRequested, "woken because " + wake + "; configured replicas restored"},
 		}
 	}
@@ -139,7 +149,7 @@ func decideIdle(gen int64, ann map[string]string, spec *omniav1.AgentRuntimeSpec
 	}
 	deadline := base.Add(timeout)
 	if left := deadline.Sub(now); left > 0 {
-		d := idleDecision{Plan: idlePlan{RequeueAfter: left}}
+		d := idleDecision{Plan: idlePlan{RequeueAfter: max(left, minIdleRequeue)}}
 		if !wokeRecently || lastActivity.After(wokeAt) {
 			// WakeRequested stays until activity after the wake supersedes it.
 			d.Cond = &idleCondition{metav1.ConditionFalse, omniav1.ReasonActive,

@@ -40,9 +40,11 @@ func TestDecideIdle(t *testing.T) {
 		ann    map[string]string
 		action omniav1.IdleAction
 		noIdle bool
-		st     omniav1.AgentRuntimeStatus
-		now    time.Duration
-		want   want
+		// timeout is spec.idleTimeout: 10m when zero, 0 when negative.
+		timeout time.Duration
+		st      omniav1.AgentRuntimeStatus
+		now     time.Duration
+		want    want
 	}{
 		{name: "without idleTimeout the agent is not reapable and has no Idle condition", noIdle: true,
 			st: omniav1.AgentRuntimeStatus{Conditions: []metav1.Condition{running}}, now: time.Hour,
@@ -92,6 +94,17 @@ func TestDecideIdle(t *testing.T) {
 			st:   omniav1.AgentRuntimeStatus{Conditions: []metav1.Condition{reaped(map[string]string{omniav1.AnnotationWakeRequestedAt: "first"})}},
 			now:  time.Hour,
 			want: want{plan: idlePlan{RequeueAfter: 10 * time.Minute}, reason: omniav1.ReasonWakeRequested, status: metav1.ConditionFalse}},
+		{name: "the last fraction of a second before the deadline waits a whole second",
+			st: omniav1.AgentRuntimeStatus{Conditions: []metav1.Condition{running}}, now: 10*time.Minute - time.Millisecond,
+			want: want{plan: idlePlan{RequeueAfter: time.Second}, reason: omniav1.ReasonActive, status: metav1.ConditionFalse}},
+		{name: "a sub-second idleTimeout waits a whole second after a wake", gen: 2, timeout: time.Millisecond,
+			st:   omniav1.AgentRuntimeStatus{Conditions: []metav1.Condition{reaped(nil)}},
+			now:  time.Hour,
+			want: want{plan: idlePlan{RequeueAfter: time.Second}, reason: omniav1.ReasonWakeRequested, status: metav1.ConditionFalse}},
+		{name: "an idleTimeout of 0 still arms a timer after a wake", gen: 2, timeout: -1,
+			st:   omniav1.AgentRuntimeStatus{Conditions: []metav1.Condition{reaped(nil)}},
+			now:  time.Hour,
+			want: want{plan: idlePlan{RequeueAfter: time.Second}, reason: omniav1.ReasonWakeRequested, status: metav1.ConditionFalse}},
 		{name: "the deadline counts from the last wake, not the older Running time",
 			st: omniav1.AgentRuntimeStatus{Conditions: []metav1.Condition{running,
 				cond(omniav1.ConditionIdle, metav1.ConditionFalse, omniav1.ReasonWakeRequested, time.Hour, 2, "woken")}},
@@ -108,7 +121,14 @@ func TestDecideIdle(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := &omniav1.AgentRuntimeSpec{IdleAction: tc.action}
 			if !tc.noIdle {
-				spec.IdleTimeout = &metav1.Duration{Duration: 10 * time.Minute}
+				timeout := tc.timeout
+				switch {
+				case timeout == 0:
+					timeout = 10 * time.Minute
+				case timeout < 0:
+					timeout = 0
+				}
+				spec.IdleTimeout = &metav1.Duration{Duration: timeout}
 			}
 			gen := tc.gen
 			if gen == 0 {

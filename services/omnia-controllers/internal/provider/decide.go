@@ -64,7 +64,8 @@ type ProbeResult struct {
 	Verdict ProbeVerdict
 	// Detail is a short, secret-free explanation ("HTTP 401").
 	Detail string
-	// Cached reports a result reused for the same Secret version.
+	// Cached reports a result reused for the same Secret version. The
+	// status does not show it: a reused verdict is the same verdict.
 	Cached bool
 }
 
@@ -304,19 +305,19 @@ func (d *decider) credentialValid() {
 			fmt.Sprintf("no credential probe for type %s", d.s.Provider.Spec.Type))
 		return
 	}
-	suffix := " (probe)"
-	if pr.Cached {
-		suffix = " (cached)"
-	}
+	// The message says what the vendor answered, not whether this pass
+	// asked it or reused its answer (pr.Cached): a pass that reuses the
+	// verdict a pass just recorded must find nothing to write, and each
+	// write of this status reaches every agent using the Provider.
 	switch pr.Verdict {
 	case ProbeAccepted:
-		d.set(omniav1.ConditionCredentialValid, metav1.ConditionTrue, omniav1.ReasonCredentialAccepted, "the vendor accepted the key"+suffix)
+		d.set(omniav1.ConditionCredentialValid, metav1.ConditionTrue, omniav1.ReasonCredentialAccepted, "the vendor accepted the key")
 	case ProbeRejected:
-		msg := "the vendor rejected the key: " + pr.Detail + suffix
+		msg := "the vendor rejected the key: " + pr.Detail
 		changed := d.set(omniav1.ConditionCredentialValid, metav1.ConditionFalse, omniav1.ReasonCredentialRejected, msg)
 		d.warnOn(changed, omniav1.EventCredentialInvalid, msg)
 	default:
-		d.set(omniav1.ConditionCredentialValid, metav1.ConditionUnknown, omniav1.ReasonCredentialValidationError, "could not check the key: "+pr.Detail+suffix)
+		d.set(omniav1.ConditionCredentialValid, metav1.ConditionUnknown, omniav1.ReasonCredentialValidationError, "could not check the key: "+pr.Detail)
 	}
 }
 

@@ -47,6 +47,9 @@ func TestDecide(t *testing.T) {
 		event   string
 		retry   bool
 		requeue time.Duration
+		// next, when set, changes the inputs of the pass after this one,
+		// which runs on the status this one wrote and must write nothing.
+		next func(*Snapshot)
 	}
 	platform := func(auth omniav1.PlatformAuthType, ref bool) func(*omniav1.ProviderSpec) {
 		return func(s *omniav1.ProviderSpec) {
@@ -90,6 +93,9 @@ func TestDecide(t *testing.T) {
 				omniav1.ConditionCredentialValid:      {"Unknown", omniav1.ReasonValidationNotSupported}}}},
 		{"probe accepted", Snapshot{Provider: prov(omniav1.ProviderTypeOpenAI, withSecret("key")), CredentialSecret: secret("api-key", "sk"), Probe: &ProbeResult{Verdict: ProbeAccepted}},
 			want{phase: omniav1.ProviderPhaseReady, conds: map[string][2]string{omniav1.ConditionCredentialValid: {"True", omniav1.ReasonCredentialAccepted}}}},
+		{"a cached verdict of the same Secret version rewrites nothing", Snapshot{Provider: prov(omniav1.ProviderTypeOpenAI, withSecret("key")), CredentialSecret: secret("api-key", "sk"), Probe: &ProbeResult{Verdict: ProbeAccepted}},
+			want{phase: omniav1.ProviderPhaseReady, conds: map[string][2]string{omniav1.ConditionCredentialValid: {"True", omniav1.ReasonCredentialAccepted}},
+				next: func(s *Snapshot) { s.Probe = &ProbeResult{Verdict: ProbeAccepted, Cached: true} }}},
 		{"probe rejected: Error", Snapshot{Provider: prov(omniav1.ProviderTypeOpenAI, withSecret("key")), CredentialSecret: secret("api-key", "sk"), Probe: &ProbeResult{Verdict: ProbeRejected, Detail: "HTTP 401"}},
 			want{phase: omniav1.ProviderPhaseError, event: omniav1.EventCredentialInvalid, conds: map[string][2]string{omniav1.ConditionCredentialValid: {"False", omniav1.ReasonCredentialRejected}}}},
 		{"probe inconclusive: still Ready", Snapshot{Provider: prov(omniav1.ProviderTypeOpenAI, withSecret("key")), CredentialSecret: secret("api-key", "sk"), Probe: &ProbeResult{Verdict: ProbeError, Detail: "HTTP 503"}},
@@ -162,6 +168,16 @@ func TestDecide(t *testing.T) {
 			if tc.want.phase == omniav1.ProviderPhaseReady {
 				if c := meta.FindStatusCondition(d.Status.Conditions, omniav1.ConditionReady); !strings.Contains(c.Message, "text, tools") {
 					t.Errorf("Ready message %q lacks the capabilities", c.Message)
+				}
+			}
+			if tc.want.next != nil {
+				next := tc.snap
+				next.Provider = tc.snap.Provider.DeepCopy()
+				next.Provider.Status = d.Status
+				next.Now = metav1.NewTime(t0.Add(time.Minute))
+				tc.want.next(&next)
+				if again := Decide(next); again.Changed || len(again.Events) > 0 {
+					t.Errorf("the next pass rewrites the status: %+v", again.Status.Conditions)
 				}
 			}
 		})

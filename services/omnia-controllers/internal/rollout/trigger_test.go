@@ -43,6 +43,12 @@ func TestTrigger(t *testing.T) {
 		{"version newer than the last rollback starts a rollout", agent(func(a *omniav1.AgentRuntime) {
 			a.Annotations = map[string]string{omniav1.AnnotationLastRolledBackVersion: "1.1.0"}
 		}), "1.2.0", "1.2.0"},
+		{"the version the spec was just edited to pin is not rolled out to itself", agent(func(a *omniav1.AgentRuntime) {
+			a.Spec.PromptPackRef.Version = sp("1.1.0")
+		}), "1.1.0", ""},
+		{"a version older than the spec's pin is not rolled out", agent(func(a *omniav1.AgentRuntime) {
+			a.Spec.PromptPackRef.Version = sp("2.0.0")
+		}), "1.1.0", ""},
 		{"reverted candidate allows a new trigger", agent(func(a *omniav1.AgentRuntime) {
 			a.Spec.Rollout.Candidate = &omniav1.CandidateOverrides{PromptPackRef: &omniav1.PromptPackRef{Name: "support", Version: sp("1.0.0")}}
 		}), "1.1.0", "1.1.0"},

@@ -54,7 +54,8 @@ type Decision struct {
 	// Status is the complete desired status.
 	Status omniav1.ToolRegistryStatus
 	// Changed reports whether Status differs from the stored one (times of
-	// discovery and checks aside).
+	// discovery and checks aside). While probing it is always true: a
+	// probe round records when it checked the tools.
 	Changed bool
 	// RequeueAfter is the probe interval when probing is on, else zero:
 	// probing is the only timer of this controller.
