@@ -55,7 +55,7 @@ func BenchmarkPipeline(b *testing.B) {
 			if inflight > 0 {
 				env[runspec.EnvNATSURLOverride] = eventstest.Start(b).URL()
 			}
-			log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+			log := slog.New(slog.DiscardHandler)
 			em := emit.New(emit.Options{Env: runenv.Read(func(k string) string { return env[k] }),
 				Vendor: vendors.NameClaude, Stdout: io.Discard, MaxInFlight: inflight,
 				PublishBuffer: 2*b.N + 16, Logger: log})

@@ -1,7 +1,6 @@
 package run
 
 import (
-	"io"
 	"log/slog"
 	"os"
 	"syscall"
@@ -43,7 +42,7 @@ func TestSaveBy(t *testing.T) {
 func TestSaveContextEndsOnSignal(t *testing.T) {
 	sigs := make(chan os.Signal, 1)
 	r := &runner{opts: Options{Signals: sigs, Start: time.Now(), AgentDir: t.TempDir()},
-		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		log: slog.New(slog.DiscardHandler)}
 	ctx, cancel := r.saveContext(false)
 	defer cancel()
 	if ctx.Err() != nil {
