@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
-	"github.com/agentplane/agentplane/libs/events"
+	"github.com/agentplane/agentplane/tests/internal/receiver"
+	"github.com/agentplane/agentplane/tests/internal/runs"
 	"github.com/agentplane/agentplane/tools/fakevendor"
 )
 
@@ -57,34 +55,15 @@ func TestSinkEventsAreSentOnceAcrossALeaderChange(t *testing.T) {
 	}
 
 	// The platform stream holds the same events once each.
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stored, err := events.ReadAll(ctx, js, events.Filter{Namespace: ns, Agent: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stored := runs.Stored(t, natsURL, ns, "a")
 	ids := map[string]bool{}
-	var want []string
 	for _, ev := range stored {
 		if ids[ev.GetId()] {
 			t.Errorf("event %s stored twice", ev.GetId())
 		}
 		ids[ev.GetId()] = true
-		// The sink gets each CLI line once (under its first event's id)
-		// and each lifecycle event.
-		if !events.IsCLIEvent(ev) || len(ev.GetRaw()) > 0 {
-			want = append(want, ev.GetId())
-		}
 	}
+	want := receiver.Expected(stored)
 	var sent []string
 	for _, p := range s.Of("a") {
 		sent = append(sent, p.ID)

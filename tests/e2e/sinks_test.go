@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
-	"github.com/agentplane/agentplane/libs/events"
 	"github.com/agentplane/agentplane/tests/internal/receiver"
 )
 
@@ -38,12 +37,7 @@ func TestAnHTTPSinkReceivesEveryEventOfAJobRun(t *testing.T) {
 	// What the receiver must get: one payload per CLI line (the line's
 	// first event carries it) and per lifecycle or file event, as stored
 	// in the platform stream.
-	var want []string
-	for _, ev := range runEvents(t, ns, "fix-7") {
-		if !events.IsCLIEvent(ev) || len(ev.GetRaw()) > 0 {
-			want = append(want, ev.GetId())
-		}
-	}
+	want := receiver.Expected(runEvents(t, ns, "fix-7"))
 	// The supervisor flushes its sinks before it exits, so the Agent being
 	// terminal means every POST was answered.
 	got := rcv.Payloads()

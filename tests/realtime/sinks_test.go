@@ -1,18 +1,14 @@
 package realtime
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
-	"github.com/agentplane/agentplane/libs/events"
 	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
 	"github.com/agentplane/agentplane/tests/internal/receiver"
+	"github.com/agentplane/agentplane/tests/internal/runs"
 )
 
 // TestAnHTTPSinkReceivesEveryEventOfARealtimeTurn: a receiver that knows
@@ -39,26 +35,10 @@ func TestAnHTTPSinkReceivesEveryEventOfARealtimeTurn(t *testing.T) {
 		t.Fatalf("status %+v", a.Status)
 	}
 
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stored, err := events.ReadAll(ctx, js, events.Filter{Namespace: ns, Agent: "chat"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want, lines []string
+	stored := runs.Stored(t, natsURL, ns, "chat")
+	want := receiver.Expected(stored)
+	var lines []string
 	for _, ev := range stored {
-		if !events.IsCLIEvent(ev) || len(ev.GetRaw()) > 0 {
-			want = append(want, ev.GetId())
-		}
 		if len(ev.GetRaw()) > 0 {
 			lines = append(lines, ev.GetId())
 		}

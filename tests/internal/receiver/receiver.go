@@ -14,7 +14,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentplane/agentplane/libs/events"
 	"github.com/agentplane/agentplane/libs/sinks/sinkstest"
+	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
 // Payload is the documented sink payload.
@@ -111,6 +113,20 @@ func (r *Receiver) Lifecycles(agent string) []string {
 	for _, p := range r.Of(agent) {
 		if lc, ok := p.Lifecycle(); ok {
 			out = append(out, lc)
+		}
+	}
+	return out
+}
+
+// Expected returns the ids of the payloads a sink without output.select
+// gets for a run whose stream holds evs: one per CLI line (under its first
+// event's id, the one that carries the line) and one per event of the run
+// itself, in order.
+func Expected(evs []*eventsv1.RunEvent) []string {
+	var out []string
+	for _, ev := range evs {
+		if !events.IsCLIEvent(ev) || len(ev.GetRaw()) > 0 {
+			out = append(out, ev.GetId())
 		}
 	}
 	return out

@@ -10,6 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/events"
+	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // WaitFor polls the Agent ns/name until cond holds and returns it. After
@@ -33,4 +37,26 @@ func WaitFor(t testing.TB, c client.Client, ns, name string, within time.Duratio
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// Stored reads every event of one run from the AGENT_EVENTS stream at
+// natsURL, in stream order.
+func Stored(t *testing.T, natsURL, ns, agent string) []*eventsv1.RunEvent {
+	t.Helper()
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	evs, err := events.ReadAll(ctx, js, events.Filter{Namespace: ns, Agent: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
 }
