@@ -98,15 +98,34 @@ func TestSubjects(t *testing.T) {
 	}
 }
 
-func TestBackoffStaysWithinBounds(t *testing.T) {
-	base, limit := 100*time.Millisecond, 5*time.Second
-	for n := 1; n < 200; n++ {
-		d := backoff(n, base, limit)
-		if d < 0 || d > limit {
-			t.Fatalf("backoff(%d) = %v outside [0, %v]", n, d, limit)
+// TestRetryBackoffGrowsToItsCapWithEqualJitter checks every wait lies in
+// the upper half of its step, the step doubling from the base up to the
+// limit and staying there.
+func TestRetryBackoffGrowsToItsCapWithEqualJitter(t *testing.T) {
+	for _, c := range []struct{ base, limit time.Duration }{
+		{100 * time.Millisecond, 5 * time.Second},
+		{2 * time.Microsecond, time.Millisecond},
+		{time.Second, time.Second},
+	} {
+		b := retryBackoff(c.base, c.limit)
+		step := c.base
+		for n := 1; n < 200; n++ {
+			if d := b.Step(); d < step/2 || d > step {
+				t.Fatalf("base %v, limit %v: wait %d = %v, want within [%v, %v]", c.base, c.limit, n, d, step/2, step)
+			}
+			step = min(2*step, c.limit)
 		}
 	}
-	if d := backoff(1, base, limit); d < base/2 || d > base {
-		t.Fatalf("first backoff %v not in [base/2, base]", d)
+	// A base too small to halve still grows rather than retrying at once
+	// forever.
+	b := retryBackoff(time.Nanosecond, time.Microsecond)
+	var last time.Duration
+	for range 200 {
+		if last = b.Step(); last <= 0 || last > time.Microsecond {
+			t.Fatalf("tiny base: wait %v outside (0, 1µs]", last)
+		}
+	}
+	if last < time.Microsecond/2 {
+		t.Fatalf("tiny base: wait %v never reached the limit's half", last)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
@@ -292,10 +293,11 @@ func (p *Publisher) publishOne(ev *eventsv1.RunEvent) {
 		p.drop(ev, err)
 		return
 	}
+	backoff := retryBackoff(p.opts.RetryBase, p.opts.RetryMax)
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
 			p.retried.Add(1)
-			if !sleepCtx(p.loopCtx, backoff(attempt-1, p.opts.RetryBase, p.opts.RetryMax)) {
+			if !sleepCtx(p.loopCtx, backoff.Step()) {
 				p.dropped.Add(1)
 				return
 			}
@@ -419,18 +421,14 @@ func permanent(err error) bool {
 		errors.Is(err, nats.ErrInvalidMsg)
 }
 
-// backoff returns the wait before retry n (1-based): exponential from base,
-// capped at max, with "equal jitter" (half fixed, half random) so many pods
-// reconnecting after an outage do not retry in lockstep.
-func backoff(n int, base, limit time.Duration) time.Duration {
-	d := limit
-	if n < 32 {
-		if e := base << (n - 1); e > 0 && e < limit {
-			d = e
-		}
-	}
-	half := d / 2
-	return half + rand.N(half+1)
+// retryBackoff is the schedule of waits between attempts at one event:
+// doubling from base up to limit, with "equal jitter" (each wait drawn
+// from the upper half of its step) so many pods reconnecting after an
+// outage do not retry in lockstep. wait.Backoff adds its jitter on top of
+// the duration, so it steps through the halves with a jitter of 1; the
+// halves are at least 1ns so the waits still grow from a tiny base.
+func retryBackoff(base, limit time.Duration) wait.Backoff {
+	return wait.Backoff{Duration: max(base/2, 1), Factor: 2, Jitter: 1, Cap: max(limit/2, 1), Steps: math.MaxInt}
 }
 
 // sleepCtx waits d or until ctx ends; it reports whether the full wait

@@ -112,7 +112,7 @@ func secretHeaders(c Config, getenv func(string) string) (http.Header, error) {
 }
 
 // FromEnv reads the run pod's sink env: AGENT_SINKS, plus an http sink for
-// AGENT_NOTIFY_URL when set (as the reference does), and AGENT_SELECT.
+// AGENT_NOTIFY_URL when set, and AGENT_SELECT.
 // Errors are for logging: what could be parsed is returned regardless.
 func FromEnv(getenv func(string) string) ([]Config, Select, error) {
 	cfgs, err1 := ParseSinks([]byte(getenv(EnvSinks)))

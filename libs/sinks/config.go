@@ -4,11 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/agentplane/agentplane/libs/truncate"
 )
 
 // Sink types. Stdout, HTTP and File are the AgentDefinition's output.sinks
@@ -20,7 +25,7 @@ const (
 	TypeNATS   = "nats"
 )
 
-// Env names the run pod reads, as in the reference supervisor.
+// Env names the run pod reads (docs/supervisor.md lists them all).
 const (
 	EnvSinks         = "AGENT_SINKS"
 	EnvSelect        = "AGENT_SELECT"
@@ -108,15 +113,8 @@ func (c Config) validate() error {
 	case "":
 		return errors.New("sink without type")
 	default:
-		return fmt.Errorf("unknown sink type %q", truncate(c.Type, 32))
+		return fmt.Errorf("unknown sink type %q", truncate.String(c.Type, 32))
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
 }
 
 // RetryPolicy is the http sink's retry schedule: Attempts tries in total,
@@ -126,7 +124,7 @@ type RetryPolicy struct {
 	Base, Max time.Duration
 }
 
-// DefaultRetryPolicy is the reference's: 3 attempts, 200 ms then 400 ms.
+// DefaultRetryPolicy is 3 attempts, waiting 200 ms then 400 ms between them.
 var DefaultRetryPolicy = RetryPolicy{Attempts: 3, Base: 200 * time.Millisecond, Max: 5 * time.Second}
 
 // RetryPolicyFromEnv reads AGENT_SINK_RETRY_ATTEMPTS (min 1),
@@ -160,17 +158,16 @@ func msDuration(ms int64) time.Duration {
 	}
 }
 
-// Backoff returns the wait after failed attempt n (1-based). It survives
-// any n without overflowing.
-func (p RetryPolicy) Backoff(n int) time.Duration {
-	if n < 1 || p.Base <= 0 {
-		return 0
+// Backoff returns the schedule to step through for one delivery: its
+// nth Step is the wait after failed attempt n. A zero Base or Max gives
+// no wait at all.
+func (p RetryPolicy) Backoff() wait.Backoff {
+	if p.Base <= 0 || p.Max <= 0 {
+		return wait.Backoff{}
 	}
-	d := p.Base
-	for i := 1; i < n && d < p.Max; i++ {
-		d *= 2
-	}
-	return min(d, max(p.Max, 0))
+	// wait.Backoff caps only the waits it grew, so the first one is capped
+	// here; Steps only has to outlast the growth, which the cap ends.
+	return wait.Backoff{Duration: min(p.Base, p.Max), Factor: 2, Cap: p.Max, Steps: math.MaxInt}
 }
 
 // reservedHeaders are set by the sink itself; a secret cannot replace them.
@@ -180,8 +177,8 @@ var reservedHeaders = map[string]bool{
 }
 
 // ParseHeaderLines parses the value of a headers_secret env var: one
-// "Name: value" header per line, blank lines dropped (the reference's
-// format, so existing Secrets keep working). Lines that are not a valid
+// "Name: value" header per line, blank lines dropped (a stable format, so
+// existing Secrets keep working). Lines that are not a valid
 // header, and headers the sink sets itself, are skipped and reported by
 // name only: the error never contains a value.
 func ParseHeaderLines(s string) (http.Header, error) {

@@ -140,10 +140,32 @@ func TestRetryPolicy(t *testing.T) {
 			}
 		})
 	}
-	p := DefaultRetryPolicy
-	for n, want := range map[int]time.Duration{1: 200 * time.Millisecond, 2: 400 * time.Millisecond, 3: 800 * time.Millisecond, 10: 5 * time.Second, 1 << 30: 5 * time.Second} {
-		if got := p.Backoff(n); got != want {
-			t.Fatalf("Backoff(%d) = %v want %v", n, got, want)
-		}
+}
+
+// TestRetryBackoffGrowsToItsCap steps through whole schedules: doubling
+// from Base, held at Max, and no wait when either is zero.
+func TestRetryBackoffGrowsToItsCap(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name string
+		p    RetryPolicy
+		want []time.Duration // the waits after failed attempts 1, 2, ...; the last repeats
+	}{
+		{"the default doubles from 200ms up to 5s", DefaultRetryPolicy, []time.Duration{200 * ms, 400 * ms, 800 * ms, 1600 * ms, 3200 * ms, 5000 * ms}},
+		{"a base at the cap stays there", RetryPolicy{Attempts: 3, Base: 5 * ms, Max: 5 * ms}, []time.Duration{5 * ms}},
+		{"a base over the cap is capped from the first wait", RetryPolicy{Attempts: 3, Base: time.Second, Max: 300 * ms}, []time.Duration{300 * ms}},
+		{"a zero base waits nothing", RetryPolicy{Attempts: 3, Base: 0, Max: time.Second}, []time.Duration{0}},
+		{"a zero cap waits nothing", RetryPolicy{Attempts: 3, Base: time.Second, Max: 0}, []time.Duration{0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := tt.p.Backoff()
+			for n := 1; n <= 1000; n++ {
+				want := tt.want[min(n, len(tt.want))-1]
+				if got := b.Step(); got != want {
+					t.Fatalf("wait after attempt %d = %v, want %v", n, got, want)
+				}
+			}
+		})
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultHTTPTimeout bounds one POST (connect, send, response headers).
-// The reference has none, so a hung endpoint held the stream forever.
+// Without it a hung endpoint would hold the stream forever.
 const DefaultHTTPTimeout = 10 * time.Second
 
 // HTTPOptions configures NewHTTP.
@@ -97,6 +97,7 @@ func SafeURL(u *url.URL) string {
 // DeliverPayload implements PayloadSink.
 func (s *HTTP) DeliverPayload(ctx context.Context, body []byte) error {
 	var last error
+	backoff := s.retry.Backoff()
 	for attempt := 1; attempt <= s.retry.Attempts; attempt++ {
 		retry, err := s.post(ctx, body)
 		if err == nil {
@@ -106,7 +107,7 @@ func (s *HTTP) DeliverPayload(ctx context.Context, body []byte) error {
 		if !retry || ctx.Err() != nil || attempt == s.retry.Attempts {
 			break
 		}
-		wait := s.retry.Backoff(attempt)
+		wait := backoff.Step()
 		s.log.Debug("http sink attempt failed, retrying", "url", s.safeURL, "attempt", attempt, "wait", wait, "err", err)
 		if !sleep(ctx, wait) {
 			break

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/libs/events"
+	"github.com/agentplane/agentplane/libs/truncate"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
@@ -24,11 +25,10 @@ type Selector struct {
 	// Tool narrows tool_call and tool_result events to a tool name (exact).
 	// A tool_result is matched by the name of the call it answers.
 	Tool string `json:"tool,omitempty"`
-	// Role narrows message events to a speaker (assistant, user). The
-	// reference accepts and ignores it; we match it on message events, where
-	// it has a meaning, and ignore it on other kinds, so a recipe written
-	// for the reference that sets role on e.g. a tool_call entry behaves
-	// as before.
+	// Role narrows message events to a speaker (assistant, user). It is
+	// matched on message events, where it has a meaning, and ignored on
+	// other kinds, so a recipe that sets role on e.g. a tool_call entry
+	// still selects those events.
 	Role string `json:"role,omitempty"`
 	// Contains requires this case-sensitive text in the event's text
 	// (message text, tool result text, result text, tool call name or
@@ -47,10 +47,10 @@ var selectEvents = map[string]bool{
 // maxSelectors bounds the work per event a hostile AGENT_SELECT can cause.
 const maxSelectors = 256
 
-// ParseSelect parses AGENT_SELECT. It fails open, as the reference does:
-// empty or malformed input, or entries that all name unknown events, give
-// an empty Select (everything passes) plus an error to log. Entries with an
-// unknown event are dropped, never coerced to another kind.
+// ParseSelect parses AGENT_SELECT. It fails open, so a broken filter never
+// hides events: empty or malformed input, or entries that all name unknown
+// events, give an empty Select (everything passes) plus an error to log.
+// Entries with an unknown event are dropped, never coerced to another kind.
 func ParseSelect(data []byte) (Select, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
@@ -63,7 +63,7 @@ func ParseSelect(data []byte) (Select, error) {
 	var errs []error
 	for i, s := range raw {
 		if !selectEvents[s.Event] {
-			errs = append(errs, fmt.Errorf("%s[%d]: unknown event %q dropped", EnvSelect, i, truncate(s.Event, 32)))
+			errs = append(errs, fmt.Errorf("%s[%d]: unknown event %q dropped", EnvSelect, i, truncate.String(s.Event, 32)))
 			continue
 		}
 		if len(out) == maxSelectors {

@@ -12,6 +12,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agentplane/agentplane/libs/sinks/schema"
+	"github.com/agentplane/agentplane/libs/truncate"
 )
 
 var (
@@ -56,13 +57,6 @@ func Validate(payload []byte) error {
 func Check(t testing.TB, payload []byte) {
 	t.Helper()
 	if err := Validate(payload); err != nil {
-		t.Errorf("sink payload %s does not match docs/events.md's schema: %v", truncate(payload), err)
+		t.Errorf("sink payload %s does not match docs/events.md's schema: %v", truncate.String(string(payload), 300), err)
 	}
-}
-
-func truncate(b []byte) string {
-	if len(b) > 300 {
-		return string(b[:300]) + "..."
-	}
-	return string(b)
 }

@@ -75,21 +75,18 @@ type entry struct {
 	phase    time.Duration
 	index    int // in the poll heap, -1 when not queued
 	nextPoll time.Time
+	// poll shares one vendor read among the callers that ask while it
+	// runs. It is the entry's own, not keyed by batch in the Tracker, so
+	// a batch tracked anew never waits on a read of its forgotten entry.
+	poll singleflight.Group
 
 	mu        sync.Mutex
 	snap      Snapshot
 	known     bool  // snap came from the vendor
 	lastErr   error // of the last poll, when it failed
 	lastStart time.Time
-	flight    *flight
 	ended     bool
 	gone      bool
-}
-
-// flight is one vendor poll that concurrent callers share.
-type flight struct {
-	done chan struct{}
-	err  error
 }
 
 // New returns a Tracker over one adapter per provider. Call Run to start
@@ -207,35 +204,32 @@ func (t *Tracker) untrack(e *entry) {
 // period ago, or is being read (then it waits for that read).
 func (t *Tracker) maybePoll(ctx context.Context, e *entry) error {
 	e.mu.Lock()
-	if e.ended || e.gone {
-		e.mu.Unlock()
+	ended := e.ended || e.gone
+	e.mu.Unlock()
+	if ended {
 		return nil
 	}
-	if f := e.flight; f != nil {
-		e.mu.Unlock()
-		select {
-		case <-f.done:
-			return f.err
-		case <-ctx.Done():
-			return ctx.Err()
+	// The read runs on its own goroutine, detached from the asking
+	// caller: others may share it, and each may stop waiting when its
+	// own context ends. Whether a read is due is decided inside, so a
+	// caller arriving during a read waits for its answer.
+	ch := e.poll.DoChan("", func() (any, error) {
+		e.mu.Lock()
+		now := t.now()
+		if e.ended || e.gone || (!e.lastStart.IsZero() && now.Sub(e.lastStart) < t.period) {
+			e.mu.Unlock()
+			return nil, nil
 		}
-	}
-	now := t.now()
-	if !e.lastStart.IsZero() && now.Sub(e.lastStart) < t.period {
+		e.lastStart = now
 		e.mu.Unlock()
-		return nil
+		return nil, t.pollVendor(e)
+	})
+	select {
+	case r := <-ch:
+		return r.Err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	f := &flight{done: make(chan struct{})}
-	e.flight, e.lastStart = f, now
-	e.mu.Unlock()
-
-	// Detached from the asking caller: others may share this read.
-	f.err = t.pollVendor(e)
-	e.mu.Lock()
-	e.flight = nil
-	e.mu.Unlock()
-	close(f.done)
-	return f.err
 }
 
 // pollVendor does one vendor read of e and records it.

@@ -15,8 +15,18 @@ import (
 	"google.golang.org/grpc/status"
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/kubernetes"
 )
+
+// maxCacheEntries bounds each of the caches of apiserver answers, which
+// spare a steady session an API round trip per prompt (as the apiserver's
+// own webhook authenticator and authorizer cache theirs), so that a flood
+// of distinct tokens cannot grow the gateway without limit. It is far
+// more than the callers one gateway serves at once, and at a few hundred
+// bytes an answer costs tens of MiB at most; past it the least recently
+// used answer goes first, so a flood cannot push out the callers in use.
+const maxCacheEntries = 50_000
 
 // User is an authenticated caller as the apiserver knows them.
 type User struct {
@@ -28,16 +38,17 @@ type User struct {
 
 // Authenticator turns the bearer token of a call into a User.
 type Authenticator struct {
-	kube  kubernetes.Interface
-	ttl   time.Duration
-	cache *ttlCache[User]
+	kube kubernetes.Interface
+	ttl  time.Duration
+	// cache holds accepted tokens' Users by the token's hash.
+	cache *cache.LRUExpireCache
 }
 
 // NewAuthenticator reviews tokens with kube and remembers an accepted one
 // for ttl (0: never). Refused tokens are not remembered, so a token that
 // just became valid works at once.
 func NewAuthenticator(kube kubernetes.Interface, ttl time.Duration) *Authenticator {
-	return &Authenticator{kube: kube, ttl: ttl, cache: newTTLCache[User](time.Now)}
+	return &Authenticator{kube: kube, ttl: ttl, cache: cache.NewLRUExpireCache(maxCacheEntries)}
 }
 
 // Authenticate reads `authorization: Bearer <token>` from ctx's incoming
@@ -57,8 +68,8 @@ func (a *Authenticator) Authenticate(ctx context.Context) (User, error) {
 	// The cache key is a hash: the gateway never keeps callers' tokens.
 	sum := sha256.Sum256([]byte(token))
 	key := hex.EncodeToString(sum[:])
-	if u, ok := a.cache.get(key); ok {
-		return u, nil
+	if u, ok := a.cache.Get(key); ok {
+		return u.(User), nil
 	}
 	tr, err := a.kube.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 	if err != nil {
@@ -69,6 +80,8 @@ func (a *Authenticator) Authenticate(ctx context.Context) (User, error) {
 	}
 	ui := tr.Status.User
 	u := User{Name: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: ui.Extra}
-	a.cache.put(key, u, a.ttl)
+	if a.ttl > 0 {
+		a.cache.Add(key, u, a.ttl)
+	}
 	return u, nil
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/kubernetes"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
@@ -29,13 +30,14 @@ const (
 type Authorizer struct {
 	kube              kubernetes.Interface
 	allowTTL, denyTTL time.Duration
-	cache             *ttlCache[bool]
+	// cache holds answers, allowed or not, by user, verb and Agent.
+	cache *cache.LRUExpireCache
 }
 
 // NewAuthorizer reviews access with kube and remembers an allowed answer
 // for allowTTL and a denied one for denyTTL (0: never).
 func NewAuthorizer(kube kubernetes.Interface, allowTTL, denyTTL time.Duration) *Authorizer {
-	return &Authorizer{kube: kube, allowTTL: allowTTL, denyTTL: denyTTL, cache: newTTLCache[bool](time.Now)}
+	return &Authorizer{kube: kube, allowTTL: allowTTL, denyTTL: denyTTL, cache: cache.NewLRUExpireCache(maxCacheEntries)}
 }
 
 // Authorize returns nil when u may verb the prompt subresource of the
@@ -43,7 +45,8 @@ func NewAuthorizer(kube kubernetes.Interface, allowTTL, denyTTL time.Duration) *
 // apiserver cannot answer.
 func (a *Authorizer) Authorize(ctx context.Context, u User, verb, namespace, name string) error {
 	key := strings.Join([]string{u.Name, u.UID, strings.Join(u.Groups, ","), verb, namespace, name}, "\x00")
-	allowed, ok := a.cache.get(key)
+	v, ok := a.cache.Get(key)
+	allowed, _ := v.(bool)
 	if !ok {
 		extra := map[string]authzv1.ExtraValue{}
 		for k, v := range u.Extra {
@@ -65,7 +68,9 @@ func (a *Authorizer) Authorize(ctx context.Context, u User, verb, namespace, nam
 		if allowed {
 			ttl = a.allowTTL
 		}
-		a.cache.put(key, allowed, ttl)
+		if ttl > 0 {
+			a.cache.Add(key, allowed, ttl)
+		}
 	}
 	if !allowed {
 		return status.Errorf(codes.PermissionDenied, "%s may not %s agents/prompt of Agent %s/%s (needs verb %q on agents/prompt in group %s)",

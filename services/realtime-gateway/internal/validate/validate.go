@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/agentplane/agentplane/libs/realtime"
+	"github.com/agentplane/agentplane/libs/truncate"
 	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
 )
 
@@ -23,10 +24,10 @@ func Agent(ref *realtimev1.AgentRef) error {
 		return invalid("agent", "is required")
 	}
 	if msgs := validation.IsDNS1123Label(ref.GetNamespace()); len(msgs) > 0 {
-		return invalid("agent.namespace", fmt.Sprintf("%q is not a valid namespace: %s", clip(ref.GetNamespace()), strings.Join(msgs, "; ")))
+		return invalid("agent.namespace", fmt.Sprintf("%q is not a valid namespace: %s", truncate.String(ref.GetNamespace(), maxEcho), strings.Join(msgs, "; ")))
 	}
 	if msgs := validation.IsDNS1123Subdomain(ref.GetName()); len(msgs) > 0 {
-		return invalid("agent.name", fmt.Sprintf("%q is not a valid Agent name: %s", clip(ref.GetName()), strings.Join(msgs, "; ")))
+		return invalid("agent.name", fmt.Sprintf("%q is not a valid Agent name: %s", truncate.String(ref.GetName(), maxEcho), strings.Join(msgs, "; ")))
 	}
 	return nil
 }
@@ -59,11 +60,6 @@ func invalid(field, why string) error {
 	return status.Errorf(codes.InvalidArgument, "%s %s", field, why)
 }
 
-// clip keeps an echoed bad value short; the caller sent all of it anyway.
-func clip(s string) string {
-	const maxEcho = 80
-	if len(s) <= maxEcho {
-		return s
-	}
-	return strings.ToValidUTF8(s[:maxEcho], "") + "…"
-}
+// maxEcho bounds a bad value echoed in an error; the caller sent all of
+// it anyway.
+const maxEcho = 80

@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/sinks"
+	"github.com/agentplane/agentplane/libs/truncate"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 	"github.com/agentplane/agentplane/services/supervisor/internal/cli"
 	"github.com/agentplane/agentplane/services/supervisor/internal/emit"
@@ -268,8 +269,8 @@ func (s *steps) repos(ctx context.Context) *failure {
 }
 
 // skills stages settings.json and the named skill archives from
-// skills_source. Best-effort, as in the reference: a missing skill
-// degrades the agent, it does not stop the run.
+// skills_source. Best-effort: a missing skill degrades the agent, it does
+// not stop the run.
 func (s *steps) skills(ctx context.Context) *failure {
 	src := s.opts.Env.SkillsSource
 	if src == "" {
@@ -396,9 +397,7 @@ func skipMessage(id, source string, err error) string {
 		detail = fe.err
 	}
 	text := strings.Join(strings.Fields(detail.Error()), " ")
-	if len(text) > maxSkipMessage {
-		text = strings.ToValidUTF8(text[:maxSkipMessage], "") + "..."
-	}
+	text = truncate.String(text, maxSkipMessage)
 	return fmt.Sprintf("conversation %q could not be restored from %s: %s; starting a fresh conversation", id, where, text)
 }
 
