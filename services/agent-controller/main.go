@@ -24,10 +24,10 @@ import (
 	batchpb "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/config"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/controller"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/leader"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
 )
 
 func main() {
@@ -71,7 +71,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	opts := controller.Options{
 		Namespace: cfg.WatchNamespace, Workers: cfg.Workers, PollInterval: cfg.PollInterval, PageSize: cfg.PageSize, Log: log,
 		BatchCleanupBackoff: cfg.BatchCleanupBackoff, RealtimeKeyNamespace: cfg.RealtimeKeyNamespace,
-		Reconcile: reconcile.Config{
+		Reconcile: decision.Config{
 			MaxOutputBytes: cfg.MaxOutputBytes, RealtimeEnabled: cfg.RealtimeEnabled,
 			BatchEnabled: cfg.BatchEnabled, BatchPoll: cfg.BatchPoll, BatchTimeoutUnit: cfg.BatchTimeoutUnit,
 			Job: jobbuild.Config{SupervisorImage: cfg.SupervisorImage, SupervisorPath: cfg.SupervisorPath, NATSURL: cfg.NATSURL},

@@ -4,18 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	batchpb "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 )
 
 // batchCallTimeout bounds one call to batch-poller.
@@ -30,7 +32,7 @@ var providers = map[agentsv1alpha1.BatchProvider]batchpb.Provider{
 
 // batchRef is the batch-poller view of a's batch.
 func batchRef(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition, model string) *batchpb.BatchRef {
-	if reconcile.ProviderFor(model) != a.Status.BatchProvider {
+	if decision.ProviderFor(model) != a.Status.BatchProvider {
 		// The recipe's model was edited after submit to one the batch's
 		// provider does not serve: the batch is still that provider's, so
 		// ask without a model (the provider's own CLI lines) rather than
@@ -48,7 +50,7 @@ func batchRef(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition, mode
 func batchRunOf(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition) *batchpb.Run {
 	r := &batchpb.Run{Namespace: a.Namespace, Agent: a.Name, Uid: string(a.UID)}
 	if def != nil {
-		r.ApiKeyKey = reconcile.APIKeyKey(&def.Spec, a.Status.BatchProvider)
+		r.ApiKeyKey = decision.APIKeyKey(&def.Spec, a.Status.BatchProvider)
 	}
 	return r
 }
@@ -56,10 +58,10 @@ func batchRunOf(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition) *b
 // submit hands the plan's batch to batch-poller and records its id in the
 // plan's status. A refusal batch-poller will repeat (bad request, missing
 // API key) fails the run with its message; anything else is retried.
-func (c *Controller) submit(ctx context.Context, snap reconcile.Snapshot, plan *reconcile.Plan) (refused string, retry error) {
+func (c *Controller) submit(ctx context.Context, snap decision.Snapshot, plan *decision.Plan) (refused string, retry error) {
 	a, sub := snap.Agent, plan.Submit
 	if c.opts.Batch == nil {
-		return reconcile.ReasonBatchDisabled, nil
+		return decision.ReasonBatchDisabled, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, batchCallTimeout)
 	defer cancel()
@@ -68,7 +70,7 @@ func (c *Controller) submit(ctx context.Context, snap reconcile.Snapshot, plan *
 		Model: sub.Model, Prompt: sub.Prompt, MaxTokens: sub.MaxTokens, OutputSchema: sub.OutputSchema,
 	})
 	if err != nil {
-		if st := status.Convert(err); reconcile.SubmitPermanent(st.Code(), st.Message()) {
+		if st := status.Convert(err); decision.SubmitPermanent(st.Code(), st.Message()) {
 			return "batch submit refused: " + st.Message(), nil
 		}
 		return "", fmt.Errorf("submit batch: %w", err)
@@ -78,16 +80,16 @@ func (c *Controller) submit(ctx context.Context, snap reconcile.Snapshot, plan *
 }
 
 // askBatch fills snap.Batch when a pass over a Running batch run is due to
-// ask batch-poller (see reconcile.BatchDue).
-func (c *Controller) askBatch(ctx context.Context, snap *reconcile.Snapshot) error {
+// ask batch-poller (see decision.BatchDue).
+func (c *Controller) askBatch(ctx context.Context, snap *decision.Snapshot) error {
 	a := snap.Agent
 	now := c.opts.Now()
-	deadline := reconcile.BatchDeadline(a, snap.Definition, c.opts.Reconcile.BatchTimeoutUnit)
+	deadline := decision.BatchDeadline(a, snap.Definition, c.opts.Reconcile.BatchTimeoutUnit)
 	key := string(a.UID)
 	last, _ := c.batchAsked.Load(key)
 	lastAt, _ := last.(time.Time)
 	_, noticed := c.batchNoticed.LoadAndDelete(key)
-	if !reconcile.BatchDue(lastAt, now, deadline, c.opts.Reconcile.BatchPoll, noticed) {
+	if !decision.BatchDue(lastAt, now, deadline, c.opts.Reconcile.BatchPoll, noticed) {
 		return nil
 	}
 	if c.opts.Batch == nil {
@@ -105,18 +107,18 @@ func (c *Controller) askBatch(ctx context.Context, snap *reconcile.Snapshot) err
 		// timeout and onTimeout apply instead of a retry loop forever.
 		c.log.Warn("the batch's status cannot be read past its deadline; applying the timeout",
 			"agent", a.Namespace+"/"+a.Name, "batch", a.Status.BatchID, "err", err)
-		snap.Batch = &reconcile.BatchOutcome{State: reconcile.BatchPending}
+		snap.Batch = &decision.BatchOutcome{State: decision.BatchPending}
 		return nil
 	}
 	c.batchAsked.Store(key, now)
-	out := &reconcile.BatchOutcome{Lines: resp.GetLines(), FailureMessage: resp.GetFailureMessage()}
+	out := &decision.BatchOutcome{Lines: resp.GetLines(), FailureMessage: resp.GetFailureMessage()}
 	switch resp.GetState() {
 	case batchpb.State_STATE_SUCCEEDED:
-		out.State = reconcile.BatchSucceeded
+		out.State = decision.BatchSucceeded
 	case batchpb.State_STATE_FAILED:
-		out.State = reconcile.BatchFailed
+		out.State = decision.BatchFailed
 	default:
-		out.State = reconcile.BatchPending
+		out.State = decision.BatchPending
 	}
 	snap.Batch = out
 	return nil
@@ -181,7 +183,7 @@ func (c *Controller) cleanupBatch(ctx context.Context, key string, a *agentsv1al
 		return c.removeFinalizer(ctx, a)
 	}
 	c.m.BatchCleanupFail.Inc()
-	next, giveUp := reconcile.CleanupFailed(a.Status.BatchCleanupAttempts)
+	next, giveUp := decision.CleanupFailed(a.Status.BatchCleanupAttempts)
 	c.log.Warn("batch cleanup at the provider failed", "agent", key, "batch", a.Status.BatchID,
 		"provider", a.Status.BatchProvider, "attempt", next, "giveUp", giveUp, "err", err)
 	patched := a.DeepCopy()
@@ -209,13 +211,31 @@ func (c *Controller) cleanupBatch(ctx context.Context, key string, a *agentsv1al
 	return resultOK, nil
 }
 
-// cleanupBackoff doubles from the base per failed attempt, capped at a minute.
+// maxCleanupBackoff caps the wait between batch cleanup attempts: the
+// finalizer holds the Agent's deletion meanwhile.
+const maxCleanupBackoff = time.Minute
+
+// cleanupBackoff is the wait after the given number of failed attempts.
 func (c *Controller) cleanupBackoff(attempts int32) time.Duration {
-	d := c.opts.BatchCleanupBackoff
-	for i := int32(1); i < attempts && d < time.Minute; i++ {
-		d *= 2
+	return cleanupDelay(c.opts.BatchCleanupBackoff, attempts)
+}
+
+// cleanupDelay doubles from base per failed attempt, capped at
+// maxCleanupBackoff. The attempt count lives in the Agent's status, not
+// in a goroutine, so the schedule is stepped through from its start;
+// wait.Backoff caps only the waits it grew, so base is capped here.
+func cleanupDelay(base time.Duration, attempts int32) time.Duration {
+	b := wait.Backoff{Duration: min(base, maxCleanupBackoff), Factor: 2, Steps: math.MaxInt, Cap: maxCleanupBackoff}
+	d := b.Step()
+	for n := int32(1); n < attempts; n++ {
+		if b.Steps == 0 {
+			// Capped: every later wait is the cap, however large a count
+			// the status holds.
+			return b.Duration
+		}
+		d = b.Step()
 	}
-	return min(d, time.Minute)
+	return d
 }
 
 func (c *Controller) deleteAtProvider(ctx context.Context, a *agentsv1alpha1.Agent) error {
@@ -227,13 +247,13 @@ func (c *Controller) deleteAtProvider(ctx context.Context, a *agentsv1alpha1.Age
 	}
 	// The recipe names the API key and the model; when it is gone the
 	// defaults apply.
-	snap := reconcile.Snapshot{Agent: a}
+	snap := decision.Snapshot{Agent: a}
 	_ = c.readRefs(ctx, &snap)
 	ref := batchRef(a, snap.Definition, a.EffectiveModel(snap.Definition))
 	ctx, cancel := context.WithTimeout(ctx, batchCallTimeout)
 	defer cancel()
 	inFlight := a.Status.Phase == agentsv1alpha1.PhaseRunning && !a.Status.BatchFallback
-	timedOut := a.Status.BatchFallback || a.Status.FailureReason == reconcile.ReasonBatchTimedOut
+	timedOut := a.Status.BatchFallback || a.Status.FailureReason == decision.ReasonBatchTimedOut
 	if inFlight || timedOut {
 		if _, err := c.opts.Batch.Cancel(ctx, &batchpb.CancelRequest{Batch: ref}); err != nil && status.Code(err) != codes.NotFound {
 			return fmt.Errorf("cancel batch %s: %w", a.Status.BatchID, err)

@@ -1,5 +1,5 @@
 // Package controller is the agent controller's I/O shell around the pure
-// decisions of package reconcile: a watch (client-go reflector) and an
+// decisions of package decision: a watch (client-go reflector) and an
 // independent poll share one cache of Agents; every change enqueues the
 // Agent, and workers gather a snapshot, decide, and apply the writes.
 package controller
@@ -23,8 +23,8 @@ import (
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/events"
 	batchpb "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
 )
 
 // byStation indexes cached Agents by namespace/stationRef, so concurrency
@@ -46,7 +46,7 @@ type Options struct {
 	// last resourceVersion; 0 keeps client-go's 5-10 minutes.
 	WatchTimeout time.Duration
 	// Reconcile configures the decisions.
-	Reconcile reconcile.Config
+	Reconcile decision.Config
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Log receives structured logs; slog.Default when nil.
@@ -124,13 +124,13 @@ func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts
 		opts.BatchCleanupBackoff = time.Second
 	}
 	if opts.Reconcile.BatchPoll <= 0 {
-		opts.Reconcile.BatchPoll = reconcile.DefaultBatchPoll
+		opts.Reconcile.BatchPoll = decision.DefaultBatchPoll
 	}
 	if opts.Reconcile.BatchTimeoutUnit <= 0 {
 		opts.Reconcile.BatchTimeoutUnit = time.Minute
 	}
 	if opts.Reconcile.MaxOutputBytes <= 0 {
-		opts.Reconcile.MaxOutputBytes = reconcile.DefaultMaxOutputBytes
+		opts.Reconcile.MaxOutputBytes = decision.DefaultMaxOutputBytes
 	}
 	ctl := &Controller{c: c, kube: kube, m: m, opts: opts, log: opts.Log, inflight: inflight{byStation: map[string]map[string]bool{}}}
 	// Every kind is listed and watched through the same client, each

@@ -21,8 +21,8 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
 )
 
 var env *testenv.Env
@@ -196,7 +196,7 @@ func TestAJobGarbageCollectedFirstFailsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := waitPhase(t, ns, "lost", agentsv1alpha1.PhaseFailed)
-	if a.Status.FailureReason != reconcile.ReasonJobGarbageCollected || *a.Status.ExitCode != 1 {
+	if a.Status.FailureReason != decision.ReasonJobGarbageCollected || *a.Status.ExitCode != 1 {
 		t.Fatalf("status %+v", a.Status)
 	}
 }
@@ -308,9 +308,9 @@ func TestAStaleStatusWriteIsRejected(t *testing.T) {
 	if err := env.Client.Status().Update(context.Background(), fresh); err != nil {
 		t.Fatal(err)
 	}
-	plan := reconcile.Plan{Status: stale.Status.DeepCopy()}
+	plan := decision.Plan{Status: stale.Status.DeepCopy()}
 	plan.Status.FailureReason = "computed from a stale read"
-	result, err := ctl.apply(context.Background(), stale, reconcile.Snapshot{}, plan)
+	result, err := ctl.apply(context.Background(), stale, decision.Snapshot{}, plan)
 	if err != nil || result != resultConflict {
 		t.Fatalf("want a dropped conflict, got %q %v", result, err)
 	}

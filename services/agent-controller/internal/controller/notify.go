@@ -9,7 +9,7 @@ import (
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/sinks"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/runevents"
 )
 
@@ -23,8 +23,8 @@ const notifyTimeout = time.Minute
 // out at most once: a pass that lost the patch race sends nothing, and a
 // new leader finds the transition already made. Delivery runs off the
 // worker, so a slow sink never holds up reconciles.
-func (c *Controller) notify(n reconcile.Notice, a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition, lines []string) {
-	if n == reconcile.NoticeNone {
+func (c *Controller) notify(n decision.Notice, a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition, lines []string) {
+	if n == decision.NoticeNone {
 		return
 	}
 	evs := runevents.Batch(n, a, a.EffectiveModel(def), lines)
@@ -45,7 +45,7 @@ func (c *Controller) deliver(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentD
 		out := def.Spec.Output
 		for _, s := range out.Sinks {
 			// Admission refuses file sinks and header secrets for batch
-			// runs (reconcile.ValidateBatch); stdout has no pod log here.
+			// runs (decision.ValidateBatch); stdout has no pod log here.
 			if s.Type == agentsv1alpha1.SinkType(sinks.TypeHTTP) || s.Type == agentsv1alpha1.SinkType(sinks.TypeNATS) {
 				cfgs = append(cfgs, sinks.Config{Type: string(s.Type), URL: s.URL})
 			}

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
 )
 
 // failingPodLists answers the first n pod LISTs with 503, as an API server
@@ -68,7 +68,7 @@ func TestAPodListErrorIsRetriedNotTakenForAGarbageCollectedPod(t *testing.T) {
 	}
 	// The test's API server has no kubelet, so the log itself cannot be
 	// read; what matters is that the pod was found.
-	if a.Status.FailureReason == reconcile.ReasonPodGarbageCollected {
+	if a.Status.FailureReason == decision.ReasonPodGarbageCollected {
 		t.Fatalf("a failed pod LIST was recorded as a garbage-collected pod: %+v", a.Status)
 	}
 }

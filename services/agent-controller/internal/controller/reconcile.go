@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
 )
 
 // Reconcile results, the label of controller_reconciles_total.
@@ -50,7 +50,7 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 	if !ok {
 		return resultOK, nil
 	}
-	if reconcile.NeedsBatchCleanup(cached) {
+	if decision.NeedsBatchCleanup(cached) {
 		// Recorded, timed out or being deleted: the provider's batch goes
 		// first, then the finalizer.
 		return c.cleanupBatch(ctx, key, cached.DeepCopy())
@@ -60,11 +60,11 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 		return resultOK, nil
 	}
 	agent := cached.DeepCopy()
-	snap := reconcile.Snapshot{Agent: agent, Config: c.opts.Reconcile}
+	snap := decision.Snapshot{Agent: agent, Config: c.opts.Reconcile}
 
 	stationKey := agent.Namespace + "/" + agent.Spec.StationRef
 	switch {
-	case reconcile.IsBatchRun(agent):
+	case decision.IsBatchRun(agent):
 		if err := c.ensureFinalizer(ctx, agent); err != nil {
 			return resultError, err
 		}
@@ -82,7 +82,7 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 			defer l.Unlock()
 		}
 		c.readSlots(&snap, stationKey)
-	case reconcile.NeedsJob(agent):
+	case decision.NeedsJob(agent):
 		if err := c.readRun(ctx, &snap); err != nil {
 			return resultError, err
 		}
@@ -93,7 +93,7 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 				// Retrying cannot help until someone fixes the object. A
 				// started run (a batch fallback) keeps retrying instead.
 				snap.Now = c.opts.Now()
-				return c.apply(ctx, agent, snap, reconcile.RefUnreadable(snap, bad.Kind, bad.Error()))
+				return c.apply(ctx, agent, snap, decision.RefUnreadable(snap, bad.Kind, bad.Error()))
 			}
 			return resultError, err
 		}
@@ -108,7 +108,7 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 	}
 	snap.Now = c.opts.Now()
 
-	plan := reconcile.Decide(snap)
+	plan := decision.Decide(snap)
 	if plan.RequeueAfter > 0 {
 		c.queue.AddAfter(key, plan.RequeueAfter)
 	}
@@ -122,7 +122,7 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 // cached runs, those of them Pending whose Job the cache holds, and the
 // runs this controller admitted that the cache does not show yet. A run
 // found with its Job stops counting as in flight, so it is counted once.
-func (c *Controller) readSlots(snap *reconcile.Snapshot, stationKey string) {
+func (c *Controller) readSlots(snap *decision.Snapshot, stationKey string) {
 	a := snap.Agent
 	snap.StationRuns = c.cachedRuns(a.Namespace, a.Spec.StationRef)
 	for _, r := range snap.StationRuns {
@@ -147,7 +147,7 @@ func (c *Controller) readSlots(snap *reconcile.Snapshot, stationKey string) {
 // readRefs fills the Station and AgentDefinition; a missing one stays nil.
 // The watched caches answer first; a miss is confirmed with a live read, so
 // an object created a moment ago is never taken for a missing reference.
-func (c *Controller) readRefs(ctx context.Context, snap *reconcile.Snapshot) error {
+func (c *Controller) readRefs(ctx context.Context, snap *decision.Snapshot) error {
 	a := snap.Agent
 	st := &agentsv1alpha1.Station{}
 	found, err := c.cachedOrLive(ctx, c.stations, a.Namespace, a.Spec.StationRef, st)
@@ -188,16 +188,16 @@ func (c *Controller) cachedOrLive(ctx context.Context, inf cache.SharedIndexInfo
 // runs, only the init log's restore outcome when ReadsInitLog asks for it.
 // Reading the pod back is best-effort: any failure there still lets the
 // run end.
-func (c *Controller) readRun(ctx context.Context, snap *reconcile.Snapshot) error {
+func (c *Controller) readRun(ctx context.Context, snap *decision.Snapshot) error {
 	a := snap.Agent
-	name := reconcile.JobNameOf(a)
+	name := decision.JobNameOf(a)
 	if obj, ok, _ := c.jobs.GetIndexer().GetByKey(a.Namespace + "/" + name); ok {
 		// The watched Job is enough while it runs; its finish arrives as an
 		// event. Only a Job missing from the cache is confirmed live, so a
 		// lagging cache is never mistaken for a garbage-collected Job.
-		if cached, ok := obj.(*batchv1.Job); ok && !reconcile.JobFinished(cached) {
+		if cached, ok := obj.(*batchv1.Job); ok && !decision.JobFinished(cached) {
 			snap.Job = cached
-			if reconcile.ReadsInitLog(a, cached) {
+			if decision.ReadsInitLog(a, cached) {
 				pod, err := c.readPod(ctx, cached, false, true)
 				if err != nil {
 					return err
@@ -215,7 +215,7 @@ func (c *Controller) readRun(ctx context.Context, snap *reconcile.Snapshot) erro
 		return fmt.Errorf("get Job %s: %w", name, err)
 	}
 	snap.Job = job
-	finished, initLog := reconcile.JobFinished(job), reconcile.ReadsInitLog(a, job)
+	finished, initLog := decision.JobFinished(job), decision.ReadsInitLog(a, job)
 	if finished || initLog {
 		pod, err := c.readPod(ctx, job, finished, initLog)
 		if err != nil {
@@ -231,20 +231,20 @@ func (c *Controller) readRun(ctx context.Context, snap *reconcile.Snapshot) erro
 // log, for the conversation restore's outcome, when initLog is set. A
 // failed pod LIST is an error to retry: only a pod that is really gone
 // makes the run lose its output.
-func (c *Controller) readPod(ctx context.Context, job *batchv1.Job, agentLog, initLog bool) (reconcile.PodOutcome, error) {
+func (c *Controller) readPod(ctx context.Context, job *batchv1.Job, agentLog, initLog bool) (decision.PodOutcome, error) {
 	pods, err := c.kube.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name})
 	if err != nil {
-		return reconcile.PodOutcome{}, fmt.Errorf("list the pods of Job %s: %w", job.Name, err)
+		return decision.PodOutcome{}, fmt.Errorf("list the pods of Job %s: %w", job.Name, err)
 	}
 	if len(pods.Items) == 0 {
-		return reconcile.PodOutcome{}, nil
+		return decision.PodOutcome{}, nil
 	}
 	// With backoffLimit 0 there is one pod; take the newest if not.
 	sort.Slice(pods.Items, func(i, j int) bool {
 		return pods.Items[j].CreationTimestamp.Before(&pods.Items[i].CreationTimestamp)
 	})
 	pod := &pods.Items[0]
-	out := reconcile.PodOutcome{Found: true}
+	out := decision.PodOutcome{Found: true}
 	if initLog {
 		// Best-effort: an unread log sets no condition, and the next pass
 		// tries again.
@@ -254,7 +254,7 @@ func (c *Controller) readPod(ctx context.Context, job *batchv1.Job, agentLog, in
 		if err != nil {
 			c.log.Debug("init container log not read", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		} else {
-			out.Restore = reconcile.ParseRestore(string(raw))
+			out.Restore = decision.ParseRestore(string(raw))
 		}
 	}
 	if !agentLog {
@@ -275,7 +275,7 @@ func (c *Controller) readPod(ctx context.Context, job *batchv1.Job, agentLog, in
 		return out, nil
 	}
 	defer func() { _ = stream.Close() }()
-	tail, err := reconcile.ReadTail(stream, c.opts.Reconcile.MaxOutputBytes)
+	tail, err := decision.ReadTail(stream, c.opts.Reconcile.MaxOutputBytes)
 	if err != nil {
 		out.LogErr = errors.New("reading the agent container log failed: " + err.Error())
 		return out, nil
@@ -285,11 +285,11 @@ func (c *Controller) readPod(ctx context.Context, job *batchv1.Job, agentLog, in
 }
 
 // showRetrying records on a Pending Agent that starting it failed for now
-// and is retried (reconcile.Retrying); best-effort, as the retry is what
+// and is retried (decision.Retrying); best-effort, as the retry is what
 // matters.
-func (c *Controller) showRetrying(ctx context.Context, agent *agentsv1alpha1.Agent, snap reconcile.Snapshot, what string, cause error) {
+func (c *Controller) showRetrying(ctx context.Context, agent *agentsv1alpha1.Agent, snap decision.Snapshot, what string, cause error) {
 	snap.Now = c.opts.Now()
-	st := reconcile.Retrying(snap, what, cause)
+	st := decision.Retrying(snap, what, cause)
 	if st == nil {
 		return
 	}
@@ -305,7 +305,7 @@ func (c *Controller) showRetrying(ctx context.Context, agent *agentsv1alpha1.Age
 // apply makes the plan's writes in order. A 409 on the status patch means
 // the write was computed from a stale read: it is dropped, and the watch
 // event of the newer version brings the Agent back with fresh state.
-func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, snap reconcile.Snapshot, plan reconcile.Plan) (string, error) {
+func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, snap decision.Snapshot, plan decision.Plan) (string, error) {
 	for _, v := range plan.Preempt {
 		victim := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: agent.Namespace, Name: v.Name}}
 		err := c.c.Delete(ctx, victim, client.Preconditions{ResourceVersion: ptr.To(v.ResourceVersion)}, client.PropagationPolicy(metav1.DeletePropagationBackground))
@@ -325,7 +325,7 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 			return resultError, retry
 		case refused != "":
 			snap.Now = c.opts.Now()
-			return c.apply(ctx, agent, snap, reconcile.SubmitRefused(snap, refused))
+			return c.apply(ctx, agent, snap, decision.SubmitRefused(snap, refused))
 		}
 	}
 	if plan.RunToken {
@@ -335,16 +335,16 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 			return resultError, retry
 		case refused != "":
 			snap.Now = c.opts.Now()
-			return c.apply(ctx, agent, snap, reconcile.TokenRefused(snap, refused))
+			return c.apply(ctx, agent, snap, decision.TokenRefused(snap, refused))
 		}
 	}
 	if plan.CreateJob != nil {
 		_, err := c.kube.BatchV1().Jobs(agent.Namespace).Create(ctx, plan.CreateJob, metav1.CreateOptions{})
 		switch {
 		case err == nil, apierrors.IsAlreadyExists(err):
-		case reconcile.JobCreatePermanent(err):
+		case decision.JobCreatePermanent(err):
 			snap.Now = c.opts.Now()
-			return c.apply(ctx, agent, snap, reconcile.JobDenied(snap, err))
+			return c.apply(ctx, agent, snap, decision.JobDenied(snap, err))
 		default:
 			err = fmt.Errorf("create Job %s: %w", plan.CreateJob.Name, err)
 			c.showRetrying(ctx, agent, snap, "creating the Job", err)
@@ -420,7 +420,7 @@ func (c *Controller) prune(ctx context.Context, agent *agentsv1alpha1.Agent, sta
 		}
 	}
 	var errs []error
-	for _, v := range reconcile.PruneVictims(station, c.cachedRuns(agent.Namespace, agent.Spec.StationRef)) {
+	for _, v := range decision.PruneVictims(station, c.cachedRuns(agent.Namespace, agent.Spec.StationRef)) {
 		victim := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: agent.Namespace, Name: v.Name}}
 		err := c.c.Delete(ctx, victim, client.Preconditions{ResourceVersion: ptr.To(v.ResourceVersion)}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {

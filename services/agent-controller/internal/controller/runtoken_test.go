@@ -12,8 +12,8 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/realtime"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
 )
 
 // startRealtime runs a controller with the realtime component, its shared
@@ -25,7 +25,7 @@ func startRealtime(t *testing.T, ns, keyNS string) {
 		t.Fatal(err)
 	}
 	ctl := New(c, env.Kube, metrics.New(), Options{Namespace: ns, PollInterval: 2 * time.Second, Log: quiet,
-		RealtimeKeyNamespace: keyNS, Reconcile: reconcile.Config{RealtimeEnabled: true}})
+		RealtimeKeyNamespace: keyNS, Reconcile: decision.Config{RealtimeEnabled: true}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = ctl.Run(ctx) }()

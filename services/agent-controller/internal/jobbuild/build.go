@@ -60,11 +60,8 @@ type Input struct {
 	Station    *agentsv1alpha1.Station
 	Definition *agentsv1alpha1.AgentDefinition
 	// Model is the run's effective model (Agent, then definition, then the default).
-	Model string
-	// ExtraEnv are literal variables added after the controller's own, e.g.
-	// the realtime run token; reserved names win over them.
-	ExtraEnv []corev1.EnvVar
-	Config   Config
+	Model  string
+	Config Config
 }
 
 // ErrInvalidTemplate wraps every refusal of a Station's pod template, so the

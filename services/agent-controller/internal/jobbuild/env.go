@@ -162,9 +162,6 @@ func runEnv(in Input, spec string) []corev1.EnvVar {
 	if firstToken != "" {
 		e.secret(runspec.EnvGitHubToken, firstToken)
 	}
-	for _, kv := range in.ExtraEnv {
-		e.literal(kv.Name, kv.Value)
-	}
 	for _, v := range res.Env {
 		if !Reserved[v.Name] {
 			e.literal(v.Name, v.Value)

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 )
 
 // Metrics is the controller's collectors, registered on their own registry.
@@ -86,19 +86,19 @@ func New() *Metrics {
 	for _, k := range WatchedKinds {
 		m.Undecodable.WithLabelValues(k)
 	}
-	for _, k := range []reconcile.FailureKind{reconcile.FailureMissingRef, reconcile.FailureJobFailed, reconcile.FailureOutputUnavailable, reconcile.FailurePreempted} {
+	for _, k := range []decision.FailureKind{decision.FailureMissingRef, decision.FailureJobFailed, decision.FailureOutputUnavailable, decision.FailurePreempted} {
 		m.RunFailures.WithLabelValues(string(k))
 	}
 	return m
 }
 
 // Observe records what an applied plan did.
-func (m *Metrics) Observe(o reconcile.Outcome) {
+func (m *Metrics) Observe(o decision.Outcome) {
 	if o.Started {
 		m.RunQueue.Observe(o.QueueWait.Seconds())
 	}
 	if o.Preempted > 0 {
-		m.RunFailures.WithLabelValues(string(reconcile.FailurePreempted)).Add(float64(o.Preempted))
+		m.RunFailures.WithLabelValues(string(decision.FailurePreempted)).Add(float64(o.Preempted))
 	}
 	if o.Terminal == "" {
 		return
@@ -108,7 +108,7 @@ func (m *Metrics) Observe(o reconcile.Outcome) {
 		m.RunFailures.WithLabelValues(string(o.Failure)).Inc()
 	}
 	// A run refused at Pending never ran, so it is counted but not timed.
-	if o.Failure != reconcile.FailureMissingRef && o.Failure != reconcile.FailureInvalidSpec {
+	if o.Failure != decision.FailureMissingRef && o.Failure != decision.FailureInvalidSpec {
 		m.RunDuration.WithLabelValues(string(o.Terminal)).Observe(o.Duration.Seconds())
 	}
 }

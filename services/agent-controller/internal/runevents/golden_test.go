@@ -15,7 +15,7 @@ import (
 	"github.com/agentplane/agentplane/libs/sinks"
 	"github.com/agentplane/agentplane/libs/sinks/sinkstest"
 	"github.com/agentplane/agentplane/libs/vendors"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 )
 
 // goldenTime is what every payload's time becomes before comparing.
@@ -41,8 +41,8 @@ func TestBatchSinkPayloadsMatchTheGoldenFiles(t *testing.T) {
 			a := batchAgent(agentsv1alpha1.PhaseSucceeded)
 			a.Name, a.Namespace, a.UID = "summarize-week", "team-a", "6f9d2c1e-0a4b-4c7d-8e2f-1b3a5c7d9e0f"
 			a.Status.ExitCode = ptr.To[int32](0)
-			evs := Batch(reconcile.NoticeStarted, a, model, nil)
-			evs = append(evs, Batch(reconcile.NoticeFinished, a, model, lines)...)
+			evs := Batch(decision.NoticeStarted, a, model, nil)
+			evs = append(evs, Batch(decision.NoticeFinished, a, model, lines)...)
 
 			path := filepath.Join(t.TempDir(), "events.jsonl")
 			set, err := sinks.Build([]sinks.Config{{Type: sinks.TypeFile, Path: path}}, sinks.BuildOptions{})

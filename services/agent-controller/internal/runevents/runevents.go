@@ -13,7 +13,7 @@ import (
 	"github.com/agentplane/agentplane/libs/events"
 	"github.com/agentplane/agentplane/libs/vendors"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 )
 
 // Lifecycle phases and statuses the controller reports for batch runs.
@@ -43,14 +43,14 @@ func Identity(a *agentsv1alpha1.Agent) *eventsv1.RunIdentity {
 // Batch returns the events due for notice n of batch run a, whose status
 // is the one just patched; lines are the vendor CLI's event lines of a
 // finished batch. model picks the vendor the lines are parsed as.
-func Batch(n reconcile.Notice, a *agentsv1alpha1.Agent, model string, lines []string) []*eventsv1.RunEvent {
+func Batch(n decision.Notice, a *agentsv1alpha1.Agent, model string, lines []string) []*eventsv1.RunEvent {
 	v := vendors.Route(model)
 	var out []*eventsv1.RunEvent
 	switch n {
-	case reconcile.NoticeStarted:
+	case decision.NoticeStarted:
 		r := newRun(a, v, seqStarted-1)
 		out = append(out, r.stamp(lifecycle(PhaseAgent, StatusStarted, "", nil)))
-	case reconcile.NoticeFinished:
+	case decision.NoticeFinished:
 		r := newRun(a, v, seqStarted)
 		p := v.NewParser()
 		for _, line := range lines {
@@ -72,14 +72,14 @@ func Batch(n reconcile.Notice, a *agentsv1alpha1.Agent, model string, lines []st
 			exit = *a.Status.ExitCode
 		}
 		out = append(out, r.stamp(lifecycle(PhaseAgent, status, reason, proto.Int32(exit))))
-	case reconcile.NoticeTimeout:
+	case decision.NoticeTimeout:
 		r := newRun(a, v, seqTimeout-1)
 		status := StatusRunning
 		var exit *int32
 		if a.Status.Phase == agentsv1alpha1.PhaseFailed {
 			status, exit = StatusFailed, proto.Int32(1)
 		}
-		out = append(out, r.stamp(lifecycle(PhaseBatchTimeout, status, reconcile.ReasonBatchTimedOut, exit)))
+		out = append(out, r.stamp(lifecycle(PhaseBatchTimeout, status, decision.ReasonBatchTimedOut, exit)))
 	}
 	return out
 }

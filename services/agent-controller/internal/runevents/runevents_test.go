@@ -8,7 +8,7 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/reconcile"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 )
 
 var claudeLines = []string{
@@ -25,7 +25,7 @@ func batchAgent(phase agentsv1alpha1.AgentPhase) *agentsv1alpha1.Agent {
 	}
 	if phase == agentsv1alpha1.PhaseFailed {
 		a.Status.ExitCode = ptr.To[int32](1)
-		a.Status.FailureReason = reconcile.ReasonBatchTimedOut
+		a.Status.FailureReason = decision.ReasonBatchTimedOut
 	}
 	return a
 }
@@ -33,18 +33,18 @@ func batchAgent(phase agentsv1alpha1.AgentPhase) *agentsv1alpha1.Agent {
 func TestBatchNotices(t *testing.T) {
 	cases := []struct {
 		rule   string
-		notice reconcile.Notice
+		notice decision.Notice
 		agent  *agentsv1alpha1.Agent
 		lines  []string
 		check  func(t *testing.T, evs []*eventsv1.RunEvent)
 	}{
-		{"started: one agent/started event with sequence 1", reconcile.NoticeStarted, batchAgent(agentsv1alpha1.PhaseRunning), nil,
+		{"started: one agent/started event with sequence 1", decision.NoticeStarted, batchAgent(agentsv1alpha1.PhaseRunning), nil,
 			func(t *testing.T, evs []*eventsv1.RunEvent) {
 				if len(evs) != 1 || evs[0].GetLifecycle().GetStatus() != StatusStarted || evs[0].GetSequence() != 1 {
 					t.Errorf("events: %v", evs)
 				}
 			}},
-		{"finished: the CLI lines become the vendor's events, then agent/succeeded", reconcile.NoticeFinished, batchAgent(agentsv1alpha1.PhaseSucceeded), claudeLines,
+		{"finished: the CLI lines become the vendor's events, then agent/succeeded", decision.NoticeFinished, batchAgent(agentsv1alpha1.PhaseSucceeded), claudeLines,
 			func(t *testing.T, evs []*eventsv1.RunEvent) {
 				last := evs[len(evs)-1]
 				if last.GetLifecycle().GetStatus() != StatusSucceeded || last.GetLifecycle().GetExitCode() != 0 {
@@ -66,21 +66,21 @@ func TestBatchNotices(t *testing.T) {
 					t.Errorf("first CLI event follows agent/started and carries its line: %v", evs[0])
 				}
 			}},
-		{"finished: a failed run ends with agent/failed and its reason", reconcile.NoticeFinished, batchAgent(agentsv1alpha1.PhaseFailed), nil,
+		{"finished: a failed run ends with agent/failed and its reason", decision.NoticeFinished, batchAgent(agentsv1alpha1.PhaseFailed), nil,
 			func(t *testing.T, evs []*eventsv1.RunEvent) {
 				lc := evs[len(evs)-1].GetLifecycle()
 				if lc.GetStatus() != StatusFailed || lc.GetReason() == "" || lc.GetExitCode() != 1 {
 					t.Errorf("lifecycle: %v", lc)
 				}
 			}},
-		{"timeout: batch_timeout is failed under onTimeout fail", reconcile.NoticeTimeout, batchAgent(agentsv1alpha1.PhaseFailed), nil,
+		{"timeout: batch_timeout is failed under onTimeout fail", decision.NoticeTimeout, batchAgent(agentsv1alpha1.PhaseFailed), nil,
 			func(t *testing.T, evs []*eventsv1.RunEvent) {
 				lc := evs[0].GetLifecycle()
 				if len(evs) != 1 || lc.GetPhase() != PhaseBatchTimeout || lc.GetStatus() != StatusFailed {
 					t.Errorf("events: %v", evs)
 				}
 			}},
-		{"timeout: batch_timeout is running under fallback", reconcile.NoticeTimeout, batchAgent(agentsv1alpha1.PhaseRunning), nil,
+		{"timeout: batch_timeout is running under fallback", decision.NoticeTimeout, batchAgent(agentsv1alpha1.PhaseRunning), nil,
 			func(t *testing.T, evs []*eventsv1.RunEvent) {
 				if lc := evs[0].GetLifecycle(); lc.GetStatus() != StatusRunning || lc.ExitCode != nil {
 					t.Errorf("lifecycle: %v", lc)
@@ -100,8 +100,8 @@ func TestBatchNotices(t *testing.T) {
 
 func TestBatchEventIDsAreStable(t *testing.T) {
 	a := batchAgent(agentsv1alpha1.PhaseSucceeded)
-	first := Batch(reconcile.NoticeFinished, a, "claude-opus-5-5", claudeLines)
-	again := Batch(reconcile.NoticeFinished, a, "claude-opus-5-5", claudeLines)
+	first := Batch(decision.NoticeFinished, a, "claude-opus-5-5", claudeLines)
+	again := Batch(decision.NoticeFinished, a, "claude-opus-5-5", claudeLines)
 	seen := map[string]bool{}
 	for i := range first {
 		if first[i].GetId() != again[i].GetId() {

@@ -1,4 +1,4 @@
-package reconcile
+package decision
 
 import (
 	"strings"
@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/truncate"
 )
 
 // Starting a run can fail in two ways. A permanent failure would fail the
@@ -73,11 +74,7 @@ func Retrying(s Snapshot, what string, err error) *agentsv1alpha1.AgentStatus {
 		// condition; the error is logged and retried.
 		return nil
 	}
-	msg := what + " failed; retrying: " + err.Error()
-	if len(msg) > maxRetryMessage {
-		msg = msg[:maxRetryMessage] + "..."
-	}
-	msg = strings.ToValidUTF8(msg, "")
+	msg := truncate.String(strings.ToValidUTF8(what+" failed; retrying: "+err.Error(), ""), maxRetryMessage)
 	if c := meta.FindStatusCondition(s.Agent.Status.Conditions, agentsv1alpha1.ConditionStarted); c != nil &&
 		c.Status == metav1.ConditionFalse && c.Reason == agentsv1alpha1.ReasonRetrying && c.Message == msg {
 		return nil

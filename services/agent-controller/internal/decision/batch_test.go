@@ -1,4 +1,4 @@
-package reconcile
+package decision
 
 import (
 	"math"
@@ -137,6 +137,11 @@ func TestBatchRuns(t *testing.T) {
 		}, func(t *testing.T, p Plan) {
 			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, ReasonBatchDisabled)
 		}},
+		{"a batch definition fails at Pending when the batch component is off", func() Snapshot {
+			s := snap(agent("a", ""))
+			s.Definition.Spec.Execution = agentsv1alpha1.ExecutionBatch
+			return s
+		}, func(t *testing.T, p Plan) { wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, ReasonBatchDisabled) }},
 		{"concurrency: a full Station queues a batch run as it would a Job", func() Snapshot {
 			s := batchSnap(agent("a", ""), "")
 			s.Station = station(agentsv1alpha1.ForbidConcurrent, 1)

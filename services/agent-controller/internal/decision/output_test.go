@@ -1,4 +1,4 @@
-package reconcile
+package decision
 
 import (
 	"errors"
@@ -60,4 +60,47 @@ func TestTailOutputCountsBytesDroppedWhileReading(t *testing.T) {
 	if want := "...[truncated " + strconv.Itoa(len(log)-len(rest)) + " bytes]..."; marker != want {
 		t.Fatalf("marker %q, want %q (bytes dropped while reading count too)", marker, want)
 	}
+}
+
+func TestTailOutput(t *testing.T) {
+	cases := []struct {
+		rule string
+		log  string
+		max  int
+	}{
+		{"a short log is kept whole", "hello", 10},
+		{"a long log keeps its end", strings.Repeat("x", 1000) + "END", 100},
+		{"a cut never splits a UTF-8 character", strings.Repeat("日本", 300), 97},
+		{"a tiny cap still returns valid text", strings.Repeat("日", 50), 5},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			got := TailOutput(c.log, c.max)
+			if len(got) > c.max || !utf8.ValidString(got) {
+				t.Fatalf("%d bytes (max %d), valid %v", len(got), c.max, utf8.ValidString(got))
+			}
+			if len(c.log) <= c.max && got != c.log {
+				t.Fatalf("short log changed")
+			}
+			if len(c.log) > c.max && !strings.HasSuffix(c.log, got[strings.Index(got, "\n")+1:]) {
+				t.Fatalf("not a tail: %q", got)
+			}
+		})
+	}
+}
+
+func FuzzTailOutput(f *testing.F) {
+	f.Add("héllo wörld", 5)
+	f.Fuzz(func(t *testing.T, log string, max int) {
+		if max < 0 || max > 1<<20 {
+			return
+		}
+		got := TailOutput(log, max)
+		if max > 0 && len(got) > max {
+			t.Fatalf("%d > %d", len(got), max)
+		}
+		if utf8.ValidString(log) && !utf8.ValidString(got) {
+			t.Fatalf("invalid UTF-8 from valid input")
+		}
+	})
 }

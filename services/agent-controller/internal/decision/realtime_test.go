@@ -1,4 +1,4 @@
-package reconcile
+package decision
 
 import (
 	"testing"
@@ -64,8 +64,54 @@ func TestRealtimeRuns(t *testing.T) {
 				t.Errorf("status: %+v", p.Status)
 			}
 		}},
+		{"a realtime definition fails at Pending when the realtime component is off", func() Snapshot {
+			s := snap(agent("a", ""))
+			s.Definition.Spec.Execution = agentsv1alpha1.ExecutionRealtime
+			return s
+		}, func(t *testing.T, p Plan) { wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, ReasonRealtimeDisabled) }},
+		{"realtime: resources.conversation.id is refused with the matching reason", func() Snapshot {
+			s := realtime(agent("a", ""))
+			s.Definition.Spec.Resources.Conversation.ID = "c1"
+			return s
+		}, func(t *testing.T, p Plan) {
+			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, "resources.conversation.id")
+		}},
+		{"realtime: resumeSession needs resources.conversation.source", func() Snapshot {
+			a := agent("a", "")
+			a.Spec.ResumeSession = "sess-1"
+			s := realtime(a)
+			s.Definition.Spec.Resources.Conversation.Source = ""
+			return s
+		}, func(t *testing.T, p Plan) { wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, ReasonResumeNeedsSource) }},
+		{"realtime: a vendor that cannot resume is refused by name", func() Snapshot {
+			a := agent("a", "")
+			a.Spec.ResumeSession = "sess-1"
+			a.Spec.Model = "exec"
+			return realtime(a)
+		}, func(t *testing.T, p Plan) {
+			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, "exec cannot resume a session")
+		}},
+		{"realtime: a valid realtime run gets a Job labelled realtime", func() Snapshot {
+			a := agent("a", "")
+			a.Spec.ResumeSession = "sess-1"
+			return realtime(a)
+		}, func(t *testing.T, p Plan) {
+			if p.CreateJob == nil || p.CreateJob.Spec.Template.Labels[agentsv1alpha1.LabelExecution] != "realtime" {
+				t.Fatalf("plan %+v", p)
+			}
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) { tc.check(t, Decide(tc.snap())) })
 	}
+}
+
+// realtime is a snapshot of a on a realtime definition whose conversation
+// store is set, so a resumeSession can be honoured.
+func realtime(a *agentsv1alpha1.Agent) Snapshot {
+	s := snap(a)
+	s.Config.RealtimeEnabled = true
+	s.Definition.Spec.Execution = agentsv1alpha1.ExecutionRealtime
+	s.Definition.Spec.Resources = &agentsv1alpha1.AgentResources{Conversation: &agentsv1alpha1.ConversationSpec{Source: "https://store"}}
+	return s
 }

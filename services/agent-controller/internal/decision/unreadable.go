@@ -1,4 +1,4 @@
-package reconcile
+package decision
 
 import (
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"

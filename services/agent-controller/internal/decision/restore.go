@@ -1,11 +1,10 @@
-package reconcile
+package decision
 
 import (
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
-	"unicode/utf8"
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,6 +12,7 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/runspec"
+	"github.com/agentplane/agentplane/libs/truncate"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
 )
 
@@ -167,12 +167,5 @@ func conditionMessage(msg, source string) string {
 		}
 	}
 	msg = strings.Join(strings.Fields(strings.ToValidUTF8(msg, "")), " ")
-	if len(msg) > maxRestoreMessage {
-		cut := maxRestoreMessage
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut] + "..."
-	}
-	return msg
+	return truncate.String(msg, maxRestoreMessage)
 }
