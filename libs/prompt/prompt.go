@@ -1,5 +1,5 @@
 // Package prompt renders a recipe's prompt template with the Agent's
-// parameters, following the reference's placeholder rules.
+// parameters, by the placeholder rules below.
 package prompt
 
 import "strings"
@@ -8,7 +8,7 @@ import "strings"
 // params with its value.
 //
 // A placeholder is "{", one or more of [A-Za-z0-9_.-], then "}". The rules,
-// kept from the reference so existing recipes render the same:
+// fixed so that existing recipes always render the same:
 //   - an unknown placeholder stays as written, braces included, so a typo
 //     is visible in the prompt (and in the Job) rather than silently empty;
 //   - "{}", an unclosed "{" and braces around other characters are text;

@@ -361,7 +361,7 @@ func TestInitFailureCodes(t *testing.T) {
 
 // TestInitStagesSkills: settings.json and the named skills come from
 // skills_source; a refused name or a missing skill does not fail the pod
-// (best-effort, as in the reference); claude then runs with the settings.
+// (skills are best-effort); claude then runs with the settings.
 func TestInitStagesSkills(t *testing.T) {
 	t.Parallel()
 	skill := conversationArchive(t, map[string]string{"review/SKILL.md": "# review\n"})

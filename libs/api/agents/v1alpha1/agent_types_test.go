@@ -76,7 +76,7 @@ func TestAgentEffectiveModel(t *testing.T) {
 		})
 	}
 	if DefaultModel != "claude-opus-5-5" {
-		t.Errorf("DefaultModel = %q, the seed fixes it to claude-opus-5-5", DefaultModel)
+		t.Errorf("DefaultModel = %q, want claude-opus-5-5 (the documented default model, docs/agent-controller.md)", DefaultModel)
 	}
 }
 

@@ -122,7 +122,7 @@ func TestExecCommand(t *testing.T) {
 }
 
 func TestAgentDefinitionWireNames(t *testing.T) {
-	// Manifests written for the reference project use these exact keys.
+	// Existing recipe manifests use these exact (snake_case) keys.
 	raw := `{
 	  "description": "d", "model": "m", "prompt": "p",
 	  "allowed_tools": ["Read"], "disallowed_tools": ["WebFetch"],

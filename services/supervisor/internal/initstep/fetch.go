@@ -126,5 +126,6 @@ func writeFile(p string, body io.Reader, limit int64) error {
 	return os.WriteFile(p, b, 0o644)
 }
 
-// skillName is the reference's rule: no leading dot, no slash.
+// skillName is what a skill may be called: no leading dot, no slash, so a
+// name can never leave the skills directory.
 var skillName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)

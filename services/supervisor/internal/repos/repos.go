@@ -1,5 +1,5 @@
 // Package repos clones the recipe's resources.repos (AGENT_REPOS) into the
-// workspace with the git binary, guarded the way the reference learnt to:
+// workspace with the git binary, guarded against hostile input:
 // destinations confined below the workspace, option-shaped urls and refs
 // refused, "--" before every positional, and a token used only through a
 // credential helper that names the variable holding it.

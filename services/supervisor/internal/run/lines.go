@@ -12,9 +12,9 @@ import (
 	"github.com/agentplane/agentplane/services/supervisor/internal/emit"
 )
 
-// MaxLine is the longest CLI line that is parsed (16 MiB, the reference's
-// bound). A longer line is still echoed to stdout, byte for byte, but not
-// buffered whole: it becomes no event and is counted.
+// MaxLine is the longest CLI line that is parsed (16 MiB). A longer line is
+// still echoed to stdout, byte for byte, but not buffered whole: it becomes
+// no event and is counted.
 const MaxLine = 16 << 20
 
 // readBuffer is the pipe read size; lines longer than it are assembled.

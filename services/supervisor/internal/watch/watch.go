@@ -17,7 +17,7 @@ import (
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
-// MaxBytes caps a watched file's content (128 KiB, as the reference);
+// MaxBytes caps a watched file's content (128 KiB, docs/events.md);
 // a larger file is reported with reason "too-large" and no content.
 const MaxBytes = 128 << 10
 
