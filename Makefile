@@ -55,8 +55,37 @@ test: kube-binaries images ## Run unit and integration tests against a real cont
 	@assets="$$($(KUBESTACK) assets)"; \
 	for m in $(MODULES); do \
 	  echo "== go test $$m"; \
-	  (cd $$m && KUBEBUILDER_ASSETS="$$assets" go test -count=1 ./...); \
+	  (cd $$m && KUBEBUILDER_ASSETS="$$assets" go test -count=1 $(TEST_FLAGS) ./...); \
 	done
+
+# The race detector is on for every test: most packages run goroutines (a
+# controller's workers, informers, the supervisor's streams). TEST_FLAGS=
+# turns it off for a quicker local run.
+TEST_FLAGS ?= -race
+
+.PHONY: test-unit
+test-unit: ## Run the tests that need no control plane (hack/unit-packages.sh picks them), in about a minute.
+	@for m in $(MODULES); do \
+	  pkgs="$$(cd $$m && $(CURDIR)/hack/unit-packages.sh)"; \
+	  if [ -n "$$pkgs" ]; then echo "== go test $$m (unit)"; (cd $$m && go test -count=1 $$pkgs); fi; \
+	done
+
+.PHONY: verify-tidy
+verify-tidy: ## Fail when a module's go.mod or go.sum differs from what go mod tidy writes.
+	@for m in $(MODULES); do \
+	  (cd $$m && go mod tidy -diff >/dev/null 2>&1) || { echo "$$m is not tidy; run 'go mod tidy' in it:"; (cd $$m && go mod tidy -diff) || true; exit 1; }; \
+	done
+
+# What `make breaking` compares proto/ with (a buf git input): by default
+# main, or on main itself the commit before, so a change that lands on main
+# is checked against what was there.
+BUF_AGAINST ?=
+
+.PHONY: breaking
+breaking: $(BUF) ## Fail when proto/ breaks a wire contract of main (buf breaking, FILE rules).
+	@against='$(BUF_AGAINST)'; if [ -z "$$against" ]; then \
+	  if [ "$$(git rev-parse --abbrev-ref HEAD)" = main ]; then against='.git#ref=HEAD~1'; else against='.git#branch=main'; fi; fi; \
+	echo "buf breaking against $$against"; cd proto && $(BUF) breaking --against "../$$against,subdir=proto"
 
 .PHONY: generate
 generate: generate-api generate-proto helm-crds generate-docs ## Regenerate deepcopy, CRDs, protobuf code and the docs' flag tables.

@@ -33,17 +33,33 @@ type storedPost struct {
 }
 
 // convStore is a conversation store: it serves the archives in get on GET
-// and records every POST, answering status (201 when zero).
+// and records every POST, answering status (201 when zero). The supervisor
+// runs as another process, so the race detector sees no order between the
+// test's writes and the handler's reads: mu guards all of them.
 type convStore struct {
 	t      *testing.T
 	srv    *httptest.Server
 	status int
-	get    map[string][]byte
+
+	mu  sync.Mutex
+	get map[string][]byte
 	// stdout, when set, is read when an upload arrives.
 	stdout func() []byte
+	posts  []storedPost
+}
 
-	mu    sync.Mutex
-	posts []storedPost
+// serve makes GET path answer archive.
+func (s *convStore) serve(path string, archive []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.get[path] = archive
+}
+
+// watchStdout makes each upload record what stdout returns at that moment.
+func (s *convStore) watchStdout(stdout func() []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stdout = stdout
 }
 
 func newConvStore(t *testing.T, status int) *convStore {
@@ -56,7 +72,9 @@ func newConvStore(t *testing.T, status int) *convStore {
 		}
 		switch r.Method {
 		case http.MethodGet:
+			s.mu.Lock()
 			b, ok := s.get[r.URL.Path]
+			s.mu.Unlock()
 			if !ok {
 				http.NotFound(w, r)
 				return
@@ -64,11 +82,11 @@ func newConvStore(t *testing.T, status int) *convStore {
 			_, _ = w.Write(b)
 		case http.MethodPost:
 			body, _ := io.ReadAll(r.Body)
+			s.mu.Lock()
 			var then []byte
 			if s.stdout != nil {
 				then = s.stdout()
 			}
-			s.mu.Lock()
 			s.posts = append(s.posts, storedPost{path: r.URL.Path, contentType: r.Header.Get("Content-Type"),
 				auth: r.Header.Get("X-Conv"), body: body, stdoutThen: then})
 			s.mu.Unlock()
@@ -198,7 +216,7 @@ func TestRunSavesConversation(t *testing.T) {
 				store.srv.Close()
 			}
 			c, out, errb := p.start("run")
-			store.stdout = out.Bytes
+			store.watchStdout(out.Bytes)
 			_ = c.Wait()
 			r := result{code: c.ProcessState.ExitCode(), stdout: out.Bytes(), stderr: errb.Bytes()}
 			if t.Failed() || testing.Verbose() {
@@ -275,7 +293,7 @@ func TestRunForksRestoredConversationIntoPin(t *testing.T) {
 	p := newPod(t, jobSpec(vendorModels["claude"], "continue please")).withNATS()
 	restored := p.sessionFile("sess-1")
 	earlier := `{"type":"user","message":{"role":"user","content":"the first run's prompt"}}` + "\n"
-	store.get["/conversations/sess-1"] = tarGz(t, [2]string{restored, earlier})
+	store.serve("/conversations/sess-1", tarGz(t, [2]string{restored, earlier}))
 	p.useStore(store.srv.URL)
 	p.env[runspec.EnvConversationID] = "sess-1"
 	p.env[runspec.EnvConversationPin] = "pin-1"
@@ -301,7 +319,7 @@ func TestRunForksRestoredConversationIntoPin(t *testing.T) {
 
 	// A later run continuing the pin restores exactly what was saved.
 	next := newPod(t, jobSpec(vendorModels["claude"], "and again"))
-	store.get["/conversations/pin-1"] = ups[0].body
+	store.serve("/conversations/pin-1", ups[0].body)
 	next.useStore(store.srv.URL)
 	next.env[runspec.EnvConversationID] = "pin-1"
 	if r := next.run("init"); r.code != 0 || bytes.Contains(r.stdout, []byte(`"status":"skipped"`)) {
