@@ -20,11 +20,12 @@ import (
 	"github.com/agentplane/agentplane/tools/localnode/node"
 )
 
-// TestBench200AgentRuntimes is the second reference workload of issue 7:
-// 200 AgentRuntimes (one mock Provider, one PromptPack) created at once,
-// with the PromptPack, Provider and AgentRuntime controllers and a
-// localnode running in this process, so the Deployments' pods really run
-// (as host processes) and really pass their readiness probe. It reports the
+// TestBench200AgentRuntimes is the AgentRuntime workload of
+// docs/benchmarks.md: 200 AgentRuntimes (one mock Provider, one
+// PromptPack) created at once, with the PromptPack, Provider and
+// AgentRuntime controllers and a localnode running in this process, so
+// the Deployments' pods really run (as host processes) and really pass
+// their readiness probe. It reports the
 // time until every agent is Running, the rate, and the AgentRuntime
 // reconciles per agent; it asserts none of them. AGENTPLANE_BENCH_N
 // changes the count.

@@ -133,9 +133,9 @@ func TestRuntimeImage(t *testing.T) {
 	}
 }
 
-// TestMissingToolRegistryBuildsWithoutTools checks seed 003's "the
-// controller records ToolRegistryReady=False and builds the Deployment
-// without tools": with the registry missing or in another namespace the
+// TestMissingToolRegistryBuildsWithoutTools: a registry that cannot be
+// used is recorded in ToolRegistryReady=False and the Deployment is built
+// without tools: with the registry missing or in another namespace the
 // pod is still built and names no registry; with it found the pod names
 // it (OMNIA_TOOLREGISTRY is how the runtime finds its tools).
 func TestMissingToolRegistryBuildsWithoutTools(t *testing.T) {

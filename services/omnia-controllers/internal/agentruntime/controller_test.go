@@ -19,7 +19,7 @@ import (
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
 )
 
-// TestFlowToRunning walks the main path of the flowchart: the PromptPack
+// TestFlowToRunning walks the main path of a pass: the PromptPack
 // resolves, the missing ToolRegistry is recorded and skipped, the Provider
 // is usable, the Deployment and Service are built, the agent is Pending
 // with no ready replica and Running once one is ready.
@@ -196,8 +196,8 @@ func TestWatchesBringAgentBack(t *testing.T) {
 }
 
 // TestAutoscaling: autoscaling on builds an HPA the agent owns; the HPA
-// is owned, so deleting it "re-triggers" the agent (seed 003), which builds
-// it again; off again removes it.
+// is owned, so deleting it brings the agent back through the watch on
+// owned objects, which builds it again; off again removes it.
 func TestAutoscaling(t *testing.T) {
 	ns := env.Namespace(t)
 	startAll(t)

@@ -1,7 +1,6 @@
 package agentruntime
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
@@ -20,7 +18,8 @@ import (
 
 // idlePlan is what the idle deadline decided for this pass.
 type idlePlan struct {
-	// Deleted: idleAction delete removed the AgentRuntime; stop the pass.
+	// Deleted: the pass ends with idleAction delete's delete of the
+	// AgentRuntime.
 	Deleted bool
 	// ScaleToZero: hold the stable Deployment at zero replicas.
 	ScaleToZero bool
@@ -187,38 +186,40 @@ func latestTime(ts ...time.Time) time.Time {
 	return m
 }
 
-// idleDeadline applies decideIdle: it records the Idle condition in st,
-// deletes the agent for idleAction delete (only the very object the
-// decision was made on) and emits IdleReaped when the deadline passes.
-func (r *Reconciler) idleDeadline(ctx context.Context, a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus, t metav1.Time) (idlePlan, error) {
-	d := decideIdle(a.Generation, a.Annotations, &a.Spec, st, t.Time)
+// idleDeadline applies decideIdle: it records the Idle condition, plans
+// the delete for idleAction delete (only of the very object the decision
+// was made on) and IdleReaped when the deadline passes.
+func (d *decider) idleDeadline() idlePlan {
+	a := d.s.in.Agent
+	id := decideIdle(a.Generation, a.Annotations, &a.Spec, d.st, d.t.Time)
 	switch {
-	case d.Remove:
-		meta.RemoveStatusCondition(&st.Conditions, omniav1.ConditionIdle)
-	case d.Cond != nil:
-		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionIdle, d.Cond.Status, d.Cond.Reason, d.Cond.Message)
+	case id.Remove:
+		meta.RemoveStatusCondition(&d.st.Conditions, omniav1.ConditionIdle)
+	case id.Cond != nil:
+		d.set(omniav1.ConditionIdle, id.Cond.Status, id.Cond.Reason, id.Cond.Message)
 	}
-	if d.Delete {
+	if id.Delete {
 		// The resourceVersion precondition refuses the delete if the agent
 		// changed since it was read (a session opened, a wake was asked
-		// for); the conflict is retried with a fresh read.
+		// for); the conflict is retried with a fresh read. No status is
+		// written: the agent is going.
 		uid, rv := a.UID, a.ResourceVersion
-		err := r.Client.Delete(ctx, a, client.Preconditions{UID: &uid, ResourceVersion: &rv})
-		if apierrors.IsNotFound(err) {
-			return idlePlan{Deleted: true}, nil
+		err := d.do(write{op: opDelete, obj: a.DeepCopy(), preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}}).err
+		switch {
+		case apierrors.IsNotFound(err):
+			d.end(nil, 0, nil, nil)
+		case err != nil:
+			d.end(nil, 0, fmt.Errorf("delete idle AgentRuntime %s/%s: %w", a.Namespace, a.Name, err), nil)
+		default:
+			d.emit("Reap", corev1.EventTypeNormal, omniav1.EventIdleReaped, fmt.Sprintf("no session for %s; AgentRuntime deleted", a.Spec.IdleTimeout.Duration))
+			d.end(nil, 0, nil, nil)
 		}
-		if err != nil {
-			return idlePlan{}, fmt.Errorf("delete idle AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
-		}
-		kubeutil.Emit(r.Recorder, a, "Reap", []kubeutil.Event{{Type: corev1.EventTypeNormal, Reason: omniav1.EventIdleReaped,
-			Message: fmt.Sprintf("no session for %s; AgentRuntime deleted", a.Spec.IdleTimeout.Duration)}})
-		return idlePlan{Deleted: true}, nil
+		return idlePlan{Deleted: true}
 	}
-	if d.Reaped {
-		kubeutil.Emit(r.Recorder, a, "Reap", []kubeutil.Event{{Type: corev1.EventTypeNormal, Reason: omniav1.EventIdleReaped,
-			Message: fmt.Sprintf("no session for %s; scaled to zero", a.Spec.IdleTimeout.Duration)}})
+	if id.Reaped {
+		d.emit("Reap", corev1.EventTypeNormal, omniav1.EventIdleReaped, fmt.Sprintf("no session for %s; scaled to zero", a.Spec.IdleTimeout.Duration))
 	}
-	return d.Plan, nil
+	return id.Plan
 }
 
 // holdAtZero overrides the phase of an agent the idle deadline holds at

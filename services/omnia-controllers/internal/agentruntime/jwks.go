@@ -1,7 +1,6 @@
 package agentruntime
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,11 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
-	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
+	"github.com/agentplane/agentplane/libs/truncate"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/oidc"
 )
 
@@ -25,7 +22,8 @@ const (
 	JWKSKey = "jwks.json"
 	// JWKSRefresh is how long a mirrored key set is served before the
 	// issuer is asked again. An issuer rotates its keys without any
-	// Kubernetes event, so this is one of seed 003's timers.
+	// Kubernetes event, so this is one of the controller's few timers
+	// (docs/omnia-controllers.md).
 	JWKSRefresh = 6 * time.Hour
 )
 
@@ -71,83 +69,81 @@ func buildJWKSSecret(a *omniav1.AgentRuntime, jwks []byte, at time.Time) *corev1
 	}
 }
 
-func (r *Reconciler) jwksFetcher() *oidc.Fetcher {
-	if r.JWKSFetcher != nil {
-		return r.JWKSFetcher
-	}
-	return &oidc.Fetcher{}
-}
-
-// mirrorJWKS keeps the Secret holding the OIDC issuer's key set of an
-// agent with spec.externalAuth.oidc, and removes it otherwise. It returns
-// when the mirror should be looked at again (0: no timer). A failure of
-// the issuer or a refused write is recorded in OIDCJWKSReady and waits
-// for the next refresh; only a transient API failure is returned as an
-// error, for controller-runtime's backoff. Key material never reaches a
-// log line, an event or the status.
-func (r *Reconciler) mirrorJWKS(ctx context.Context, a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus, t metav1.Time) (time.Duration, error) {
+// mirrorJWKS plans the Secret holding the OIDC issuer's key set of an
+// agent with spec.externalAuth.oidc, and its removal otherwise. It returns
+// when the mirror should be looked at again (0: no timer). A stale mirror
+// asks for the issuer's key set first. A failure of the issuer or a
+// refused write is recorded in OIDCJWKSReady and waits for the next
+// refresh; only a transient API failure is returned as an error, for
+// controller-runtime's backoff. Key material never reaches a log line, an
+// event or the status.
+func (d *decider) mirrorJWKS() (time.Duration, error) {
+	a := d.s.in.Agent
 	name := JWKSSecretName(a.Name)
-	live := &corev1.Secret{}
-	found, err := r.get(ctx, a.Namespace, name, live)
-	if err != nil {
-		return 0, err
+	live := d.s.live.jwks
+	if live.err != nil {
+		return 0, live.err
 	}
 	var cfg *omniav1.OIDCAuth
 	if ea := a.Spec.ExternalAuth; ea != nil {
 		cfg = ea.OIDC
 	}
 	if cfg == nil {
-		meta.RemoveStatusCondition(&st.Conditions, omniav1.ConditionOIDCJWKSReady)
-		if found && metav1.IsControlledBy(live, a) {
-			uid := live.UID
-			if err := r.Client.Delete(ctx, live, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-				return 0, fmt.Errorf("delete Secret %s/%s: %w", a.Namespace, name, err)
+		meta.RemoveStatusCondition(&d.st.Conditions, omniav1.ConditionOIDCJWKSReady)
+		if live.obj != nil && d.controls(live.obj) {
+			uid := live.obj.UID
+			if o := d.do(write{op: opDelete, obj: live.obj.DeepCopy(), preconditions: &metav1.Preconditions{UID: &uid}}); client.IgnoreNotFound(o.err) != nil {
+				return 0, fmt.Errorf("delete Secret %s/%s: %w", a.Namespace, name, o.err)
 			}
 		}
 		return 0, nil
 	}
 	set := func(status metav1.ConditionStatus, reason, msg string) {
-		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionOIDCJWKSReady, status, reason, kubeutil.Truncate(msg, 1024))
+		d.set(omniav1.ConditionOIDCJWKSReady, status, reason, truncate.String(msg, 1024))
 	}
 	issuer := strings.TrimRight(strings.TrimSpace(cfg.Issuer), "/")
 	if issuer == "" {
 		// Only a spec edit can fix this, and an edit is a watch event.
 		set(metav1.ConditionFalse, omniav1.ReasonMissingIssuer, "spec.externalAuth.oidc.issuer is empty")
-		log.FromContext(ctx).Error(errors.New("empty OIDC issuer"), "cannot mirror the OIDC key set")
+		d.p.logs = append(d.p.logs, logLine{msg: "cannot mirror the OIDC key set", err: errors.New("empty OIDC issuer")})
 		return 0, nil
 	}
-	if found && !metav1.IsControlledBy(live, a) {
+	if live.obj != nil && !d.controls(live.obj) {
 		// Someone else's Secret of that name: overwriting it could break
 		// whatever it belongs to.
-		set(metav1.ConditionFalse, omniav1.ReasonSecretWriteFailed, notOwned(live).Error())
+		set(metav1.ConditionFalse, omniav1.ReasonSecretWriteFailed, notOwned(live.obj).Error())
 		return JWKSRefresh, nil
 	}
-	if found {
-		if left := jwksFreshFor(live, t.Time); left > 0 {
+	if live.obj != nil {
+		if left := jwksFreshFor(live.obj, d.t.Time); left > 0 {
 			set(metav1.ConditionTrue, omniav1.ReasonJWKSUpdated, fmt.Sprintf("key set of %s mirrored in Secret %s (cached)", issuer, name))
 			return left, nil
 		}
 	}
-	jwks, err := r.jwksFetcher().FetchJWKS(ctx, issuer)
-	if err != nil {
+	ks := d.s.keySet
+	if ks == nil {
+		d.p.ask = &question{issuer: issuer}
+		return 0, nil
+	}
+	if ks.failure != "" {
 		// An issuer problem: retrying before the next refresh would only
 		// load an issuer that is already failing. The mirror Secret, if
 		// any, keeps serving the last good key set.
-		set(metav1.ConditionFalse, omniav1.ReasonDiscoveryFailed, err.Error())
+		set(metav1.ConditionFalse, omniav1.ReasonDiscoveryFailed, ks.failure)
 		return JWKSRefresh, nil
 	}
-	want := buildJWKSSecret(a, jwks, t.Time)
-	if err := controllerutil.SetControllerReference(a, want, r.Client.Scheme()); err != nil {
-		return 0, fmt.Errorf("own Secret %s/%s: %w", a.Namespace, name, err)
-	}
-	if !found {
-		err = r.Client.Create(ctx, want)
+	want := buildJWKSSecret(a, ks.jwks, d.t.Time)
+	d.own(want, nil)
+	var err error
+	if live.obj == nil {
+		err = d.do(write{op: opCreate, obj: want}).err
 	} else {
-		live.Labels = mergeMap(live.Labels, want.Labels)
-		live.Annotations = mergeMap(live.Annotations, want.Annotations)
-		live.OwnerReferences = want.OwnerReferences
-		live.Type, live.Data, live.StringData = want.Type, want.Data, nil
-		err = r.Client.Update(ctx, live)
+		upd := live.obj.DeepCopy()
+		upd.Labels = mergeMap(upd.Labels, want.Labels)
+		upd.Annotations = mergeMap(upd.Annotations, want.Annotations)
+		upd.OwnerReferences = want.OwnerReferences
+		upd.Type, upd.Data, upd.StringData = want.Type, want.Data, nil
+		err = d.do(write{op: opUpdate, obj: upd}).err
 	}
 	if err != nil {
 		// The API error names the object and the refusal, not the data.
@@ -158,7 +154,7 @@ func (r *Reconciler) mirrorJWKS(ctx context.Context, a *omniav1.AgentRuntime, st
 			// that lagged our own create): backoff, not the 6h timer.
 			return 0, err
 		}
-		log.FromContext(ctx).Error(err, "cannot mirror the OIDC key set")
+		d.p.logs = append(d.p.logs, logLine{msg: "cannot mirror the OIDC key set", err: err})
 		return JWKSRefresh, nil
 	}
 	set(metav1.ConditionTrue, omniav1.ReasonJWKSUpdated, fmt.Sprintf("key set of %s mirrored in Secret %s", issuer, name))

@@ -84,6 +84,27 @@ func TestBuildJWKSSecret(t *testing.T) {
 	}
 }
 
+// mirrorJWKS runs the key mirror's part of a pass on its own, through
+// the reconciler's settle loop: the mirror Secret is read as the snapshot
+// reads it, the plan's writes are made and the issuer is asked when the
+// plan asks. It returns the mirror's timer, the status and the error.
+func mirrorJWKS(t *testing.T, r *Reconciler, a *omniav1.AgentRuntime, now metav1.Time) (time.Duration, *omniav1.AgentRuntimeStatus, error) {
+	t.Helper()
+	ctx := context.Background()
+	s := snapshot{in: Inputs{Agent: a}, now: now}
+	s.live.jwks = read(ctx, r, a.Namespace, JWKSSecretName(a.Name), &corev1.Secret{})
+	p, _, err := r.settle(ctx, s, func(s snapshot) plan {
+		d := newDecider(&s)
+		after, err := d.mirrorJWKS()
+		d.end(d.st, after, err, nil)
+		return d.p
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.requeueAfter, p.status, p.err
+}
+
 // TestMirrorJWKSOutcomes checks the mirror's answers that need no control
 // plane, on a fake API: what is a condition and a 6h wait, what is an
 // error for backoff, and what is left alone.
@@ -145,8 +166,7 @@ func TestMirrorJWKSOutcomes(t *testing.T) {
 				b = b.WithObjects(tc.existing)
 			}
 			r := &Reconciler{Client: b.Build(), JWKSFetcher: &oidc.Fetcher{HTTP: is.srv.Client()}}
-			st := a.Status.DeepCopy()
-			after, err := r.mirrorJWKS(context.Background(), a, st, t0)
+			after, st, err := mirrorJWKS(t, r, a, t0)
 			if after != tc.wantAfter || (err != nil) != tc.wantErr {
 				t.Fatalf("mirrorJWKS = %s, %v; want %s, error %v", after, err, tc.wantAfter, tc.wantErr)
 			}

@@ -3,8 +3,9 @@
 // nothing until every input is usable; then it writes the Deployment,
 // Service and, when autoscaling is on, the HorizontalPodAutoscaler, from
 // inputs gathered in full beforehand so the pod template changes only when
-// an input does. Resolve and the builders are pure; Reconciler gathers the
-// snapshot and applies the result.
+// an input does. decide (with Resolve and the builders) is pure: it turns
+// a snapshot of the agent, its references and the objects it owns into a
+// plan of writes; Reconciler reads the snapshot and makes the writes.
 package agentruntime
 
 import (
@@ -94,8 +95,8 @@ func (r *resolver) set(typ string, status metav1.ConditionStatus, reason, msg st
 	return changed
 }
 
-// Resolve judges the agent's references in the order of seed 003's
-// flowchart — PromptPack, then ToolRegistry, then Providers — recording a
+// Resolve judges the agent's references in order — PromptPack, then
+// ToolRegistry, then Providers (docs/omnia-controllers.md) — recording a
 // condition for each and stopping at the first input that blocks.
 func Resolve(in Inputs, conds *[]metav1.Condition, now metav1.Time) Resolution {
 	r := &resolver{in: in, conds: conds, now: now}

@@ -55,9 +55,9 @@ func inputs(a *omniav1.AgentRuntime, packs []omniav1.PromptPack, prov *omniav1.P
 	return in
 }
 
-// TestResolve has a case per branch of seed 003's AgentRuntime flowchart
-// and per entry of its error-handling split (Retry set = requeue with
-// backoff; nil = wait for a watch event).
+// TestResolve has a case per branch of the resolution of an agent's
+// references and per side of the error-handling split (Retry set =
+// requeue with backoff; nil = wait for a watch event).
 func TestResolve(t *testing.T) {
 	v := func(s string) *string { return &s }
 	stable := omniav1.ChannelStable

@@ -1,18 +1,16 @@
 package agentruntime
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
-	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
+	"github.com/agentplane/agentplane/libs/truncate"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/rollout"
 )
 
@@ -43,134 +41,138 @@ type rolloutResult struct {
 }
 
 // rollout runs spec.rollout for one pass. It runs before the stable
-// Deployment is applied because it decides the stable replica count
+// Deployment is planned because it decides the stable replica count
 // (replica-weighted traffic) and may end the pass after writing the spec
 // (a version trigger, entering a promotion).
-func (r *Reconciler) rollout(ctx context.Context, a *omniav1.AgentRuntime, in Inputs, res Resolution, image string, stable *appsv1.Deployment, st *omniav1.AgentRuntimeStatus, t metav1.Time) (rolloutResult, error) {
-	if done, err := r.versionTrigger(ctx, a, in); done || err != nil {
+func (d *decider) rollout(res Resolution, image string, stable *appsv1.Deployment) (rolloutResult, error) {
+	if done, err := d.versionTrigger(); done || err != nil {
 		return rolloutResult{Done: done}, err
 	}
-	if st.Rollout != nil && st.Rollout.Promoting {
-		return r.promotion(ctx, a, stable, st, t)
+	if d.st.Rollout != nil && d.st.Rollout.Promoting {
+		return d.promotion(stable)
 	}
-	if !rollout.Active(&a.Spec) {
-		return rolloutResult{}, r.idleRollout(ctx, a, st, t)
+	if !rollout.Active(&d.a.Spec) {
+		return rolloutResult{}, d.idleRollout()
 	}
-	return r.activeRollout(ctx, a, res, image, stable, st, t)
+	return d.activeRollout(res, image, stable)
 }
 
 // idleRollout removes what a rollout leaves behind. A finished rollout's
 // outcome (promoted, rolled back) stays in status.rollout until the next
 // one starts.
-func (r *Reconciler) idleRollout(ctx context.Context, a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus, t metav1.Time) error {
-	if err := r.deleteCandidate(ctx, a); err != nil {
+func (d *decider) idleRollout() error {
+	if err := d.deleteCandidate(); err != nil {
 		return err
 	}
+	st := d.st
 	meta.RemoveStatusCondition(&st.Conditions, omniav1.ConditionTrafficRouting)
 	if st.Rollout != nil && (st.Rollout.Active || st.Rollout.Promoting) {
 		st.Rollout = nil
 	}
 	c := meta.FindStatusCondition(st.Conditions, omniav1.ConditionRolloutActive)
 	switch {
-	case a.Spec.Rollout == nil && c == nil:
+	case d.a.Spec.Rollout == nil && c == nil:
 		// An agent that never rolled out carries no rollout condition.
 	case c == nil || c.Status != metav1.ConditionFalse || c.Reason != omniav1.ReasonNoActiveRollout:
-		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionRolloutActive, metav1.ConditionFalse,
-			omniav1.ReasonNoActiveRollout, "no candidate differs from the spec")
+		d.set(omniav1.ConditionRolloutActive, metav1.ConditionFalse, omniav1.ReasonNoActiveRollout, "no candidate differs from the spec")
 	}
 	return nil
 }
 
 // activeRollout builds the candidate, runs the current step and splits the
-// replicas.
-func (r *Reconciler) activeRollout(ctx context.Context, a *omniav1.AgentRuntime, res Resolution, image string, stable *appsv1.Deployment, st *omniav1.AgentRuntimeStatus, t metav1.Time) (rolloutResult, error) {
-	cfg := a.Spec.Rollout
-	candVersion := rollout.CandidateVersion(&a.Spec)
+// replicas. A step with an analysis asks for its outcome first.
+func (d *decider) activeRollout(res Resolution, image string, stable *appsv1.Deployment) (rolloutResult, error) {
+	st := d.st
+	cfg := d.a.Spec.Rollout
+	candVersion := rollout.CandidateVersion(&d.a.Spec)
 	prev := rollout.Continuing(st.Rollout, candVersion)
 	routing := rollout.ResolveRouting(cfg.TrafficRouting)
-	r.routingCondition(a, st, routing, t)
-	status := func(d rollout.Decision, weight int32) {
-		st.Rollout = rollout.ActiveStatus(rollout.StatusInput{Prev: prev, Decision: d, Weight: weight, Routing: routing,
-			StableVersion: res.Pack.Spec.Version, CandidateVersion: candVersion, Now: t.Time})
+	d.routingCondition(routing)
+	status := func(dec rollout.Decision, weight int32) {
+		st.Rollout = rollout.ActiveStatus(rollout.StatusInput{Prev: prev, Decision: dec, Weight: weight, Routing: routing,
+			StableVersion: res.Pack.Spec.Version, CandidateVersion: candVersion, Now: d.t.Time})
 	}
 
-	cb, err := r.buildCandidate(ctx, a, image, t)
-	if err != nil {
-		return rolloutResult{}, err
+	cb := d.buildCandidate(image)
+	if cb.err != nil {
+		return rolloutResult{}, cb.err
 	}
 	cand := cb.dep
 	if cand == nil {
 		// Hold where the rollout is, touching no candidate: the stable side
 		// keeps its share and the candidate what it last ran.
-		d := rollout.Decision{Step: rollout.CurrentStep(prev), StepStartedAt: stepStart(prev, t), Message: cb.why}
-		plan := r.planReplicas(a, routing, rollout.NominalWeight(prev, d), stable)
-		if plan.Stable != nil {
-			stable.Spec.Replicas = plan.Stable
+		dec := rollout.Decision{Step: rollout.CurrentStep(prev), StepStartedAt: stepStart(prev, d.t), Message: cb.why}
+		split := d.planReplicas(routing, rollout.NominalWeight(prev, dec), stable)
+		if split.Stable != nil {
+			stable.Spec.Replicas = split.Stable
 		}
-		status(d, plan.Weight)
-		kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionRolloutActive, metav1.ConditionTrue, omniav1.ReasonDegraded, cb.why)
+		status(dec, split.Weight)
+		d.set(omniav1.ConditionRolloutActive, metav1.ConditionTrue, omniav1.ReasonDegraded, cb.why)
 		return rolloutResult{Retry: cb.retry}, nil
 	}
 
 	mode := rollout.RollbackMode(cfg)
-	live := &appsv1.Deployment{}
-	found, err := r.get(ctx, a.Namespace, cand.Name, live)
-	if err != nil {
-		return rolloutResult{}, err
+	live := d.s.live.candidate
+	if live.err != nil {
+		return rolloutResult{}, live.err
 	}
-	if !found {
-		live = nil
-	}
-	if sick := rollout.AutoRollback(mode, live); sick != "" {
-		return r.rollBack(ctx, a, st, t, "auto-rollback: "+sick)
+	if sick := rollout.AutoRollback(mode, live.obj); sick != "" {
+		return d.rollBack("auto-rollback: " + sick)
 	}
 
-	in := rollout.StepInput{Steps: cfg.Steps, Prev: prev, Rollback: mode, Now: t.Time}
-	d := rollout.Evaluate(in)
-	if d.Action == rollout.Analyze {
-		in.Analysis = r.runAnalysis(ctx, a, cfg.Steps[d.Step].Analysis)
-		d = rollout.Evaluate(in)
+	in := rollout.StepInput{Steps: cfg.Steps, Prev: prev, Rollback: mode, Now: d.t.Time}
+	dec := rollout.Evaluate(in)
+	if dec.Action == rollout.Analyze {
+		if d.s.analysis == nil {
+			d.p.ask = &question{analysis: cfg.Steps[dec.Step].Analysis}
+			return rolloutResult{}, nil
+		}
+		in.Analysis = d.s.analysis
+		dec = rollout.Evaluate(in)
 	}
-	switch d.Action {
+	switch dec.Action {
 	case rollout.Promote:
-		return r.enterPromotion(ctx, a, st, t, func() { status(d, rollout.NominalWeight(prev, d)) })
+		return d.enterPromotion(func() { status(dec, rollout.NominalWeight(prev, dec)) })
 	case rollout.RollBack:
-		return r.rollBack(ctx, a, st, t, "auto-rollback: "+d.Message)
+		return d.rollBack("auto-rollback: " + dec.Message)
 	}
 
-	plan := r.planReplicas(a, routing, rollout.NominalWeight(prev, d), stable)
-	if plan.Stable != nil {
-		stable.Spec.Replicas = plan.Stable
+	split := d.planReplicas(routing, rollout.NominalWeight(prev, dec), stable)
+	if split.Stable != nil {
+		stable.Spec.Replicas = split.Stable
 	}
-	if plan.Candidate != nil {
-		cand.Spec.Replicas = plan.Candidate
+	if split.Candidate != nil {
+		cand.Spec.Replicas = split.Candidate
 	}
 	// No HPA targets the candidate: one found at zero (the idle deadline
 	// held it there) restarts from a single replica.
-	if _, err := r.applyDeployment(ctx, a, cand, 1); err != nil {
+	if _, err := d.deployment(cand, live, 1); err != nil {
 		return rolloutResult{}, err
 	}
-	status(d, plan.Weight)
+	status(dec, split.Weight)
 	reason := omniav1.ReasonRolloutInProgress
-	if d.AnalysisFailed {
+	if dec.AnalysisFailed {
 		reason = omniav1.ReasonAnalysisFailed
 	}
-	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionRolloutActive, metav1.ConditionTrue, reason, d.Message)
-	kubeutil.Emit(r.Recorder, a, "Rollout", d.Events)
-	return rolloutResult{RequeueAfter: d.RequeueAfter}, nil
+	d.set(omniav1.ConditionRolloutActive, metav1.ConditionTrue, reason, dec.Message)
+	for _, e := range dec.Events {
+		d.emit("Rollout", e.Type, e.Reason, e.Message)
+	}
+	return rolloutResult{RequeueAfter: dec.RequeueAfter}, nil
 }
 
 // rolloutFailed records a failure of the rollout engine in RolloutActive,
-// True while a rollout or promotion is under way, with a Warning event
-// when the failure first shows.
-func (r *Reconciler) rolloutFailed(a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus, err error, t metav1.Time) {
+// True while a rollout or promotion is under way (in the spec as the
+// engine's writes left it), with a Warning event when the failure first
+// shows.
+func (d *decider) rolloutFailed(err error) {
 	status := metav1.ConditionFalse
-	if rollout.Active(&a.Spec) || st.Rollout != nil && st.Rollout.Promoting {
+	if rollout.Active(&d.a.Spec) || d.st.Rollout != nil && d.st.Rollout.Promoting {
 		status = metav1.ConditionTrue
 	}
 	msg := err.Error()
-	if kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionRolloutActive, status, omniav1.ReasonRolloutFailed, msg) {
-		kubeutil.Emit(r.Recorder, a, "Rollout", []kubeutil.Event{{Type: corev1.EventTypeWarning, Reason: omniav1.EventRolloutFailed, Message: kubeutil.Truncate(msg, 1024)}})
+	if d.set(omniav1.ConditionRolloutActive, status, omniav1.ReasonRolloutFailed, msg) {
+		d.warn("Rollout", omniav1.EventRolloutFailed, truncate.String(msg, 1024))
 	}
 }
 
@@ -185,12 +187,12 @@ func stepStart(prev *omniav1.RolloutStatus, t metav1.Time) time.Time {
 // planReplicas splits the agent's replicas for a weight. A stable
 // Deployment held at zero (the idle deadline, missing capabilities) holds
 // the candidate at zero too, and keeps its own count.
-func (r *Reconciler) planReplicas(a *omniav1.AgentRuntime, routing rollout.Routing, weight int32, stable *appsv1.Deployment) rollout.Replicas {
+func (d *decider) planReplicas(routing rollout.Routing, weight int32, stable *appsv1.Deployment) rollout.Replicas {
 	if stable.Spec.Replicas != nil && *stable.Spec.Replicas == 0 {
 		return rollout.Replicas{Candidate: ptr(int32(0)), Weight: weight}
 	}
 	total := int32(1)
-	if rt := a.Spec.Runtime; rt != nil && rt.Replicas != nil {
+	if rt := d.a.Spec.Runtime; rt != nil && rt.Replicas != nil {
 		total = *rt.Replicas
 	}
 	// A stable Deployment built without a count is autoscaled.
@@ -199,18 +201,22 @@ func (r *Reconciler) planReplicas(a *omniav1.AgentRuntime, routing rollout.Routi
 
 // routingCondition reports a traffic routing request that could not be
 // honoured, with a Warning event when that first happens.
-func (r *Reconciler) routingCondition(a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus, routing rollout.Routing, t metav1.Time) {
+func (d *decider) routingCondition(routing rollout.Routing) {
 	if routing.Degraded == "" {
-		meta.RemoveStatusCondition(&st.Conditions, omniav1.ConditionTrafficRouting)
+		meta.RemoveStatusCondition(&d.st.Conditions, omniav1.ConditionTrafficRouting)
 		return
 	}
-	if kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionTrafficRouting, metav1.ConditionFalse, omniav1.ReasonDegraded, routing.Degraded) {
-		kubeutil.Emit(r.Recorder, a, "Rollout", []kubeutil.Event{{Type: corev1.EventTypeWarning, Reason: omniav1.EventTrafficRoutingDegraded, Message: routing.Degraded}})
+	if d.set(omniav1.ConditionTrafficRouting, metav1.ConditionFalse, omniav1.ReasonDegraded, routing.Degraded) {
+		d.warn("Rollout", omniav1.EventTrafficRoutingDegraded, routing.Degraded)
 	}
 }
 
 // candidateBuild is the candidate Deployment, or why there is none.
 type candidateBuild struct {
+	// err is an API failure reading the candidate's inputs: a failure of
+	// the rollout engine, unlike the spec and input problems below, which
+	// hold the rollout.
+	err error
 	// dep is the desired candidate Deployment; nil when an input is not
 	// usable.
 	dep *appsv1.Deployment
@@ -223,17 +229,20 @@ type candidateBuild struct {
 // buildCandidate resolves the candidate's own inputs — the spec with the
 // candidate's overrides — exactly as the stable ones are resolved, and
 // builds its Deployment.
-func (r *Reconciler) buildCandidate(ctx context.Context, a *omniav1.AgentRuntime, image string, t metav1.Time) (candidateBuild, error) {
-	ca := a.DeepCopy()
-	ca.Spec = *rollout.CandidateSpec(&a.Spec)
-	in, err := r.inputs(ctx, ca)
-	if err != nil {
-		return candidateBuild{}, err
+func (d *decider) buildCandidate(image string) candidateBuild {
+	ci := d.s.candidate
+	if ci == nil {
+		// The snapshot reads the candidate's inputs whenever the spec it
+		// read has an active rollout, and only such a spec gets here.
+		return candidateBuild{err: fmt.Errorf("AgentRuntime %s/%s: the candidate's inputs were not read", d.a.Namespace, d.a.Name)}
+	}
+	if ci.err != nil {
+		return candidateBuild{err: ci.err}
 	}
 	// The candidate's conditions are scratch: the agent's conditions
 	// describe the stable variant.
 	var conds []metav1.Condition
-	res := Resolve(in, &conds, t)
+	res := Resolve(ci.in, &conds, d.t)
 	if !res.Usable {
 		why := "candidate cannot be built"
 		for _, typ := range []string{omniav1.ConditionPromptPackReady, omniav1.ConditionProviderReady} {
@@ -242,14 +251,14 @@ func (r *Reconciler) buildCandidate(ctx context.Context, a *omniav1.AgentRuntime
 				break
 			}
 		}
-		return candidateBuild{why: why, retry: res.Retry}, nil
+		return candidateBuild{why: why, retry: res.Retry}
 	}
-	d, err := BuildDeployment(in, res, r.Config, image)
+	dep, err := BuildDeployment(ci.in, res, d.s.cfg, image)
 	if err != nil {
-		return candidateBuild{why: "candidate cannot be built: " + err.Error()}, nil
+		return candidateBuild{why: "candidate cannot be built: " + err.Error()}
 	}
-	asCandidate(d, a.Name)
-	return candidateBuild{dep: d}, nil
+	asCandidate(dep, d.a.Name)
+	return candidateBuild{dep: dep}
 }
 
 // asCandidate turns a built Deployment into the candidate: its own name,
@@ -273,15 +282,15 @@ func asCandidate(d *appsv1.Deployment, agent string) {
 	}
 }
 
-// deleteCandidate removes the candidate Deployment if this agent owns one.
-func (r *Reconciler) deleteCandidate(ctx context.Context, a *omniav1.AgentRuntime) error {
-	d := &appsv1.Deployment{}
-	found, err := r.get(ctx, a.Namespace, a.Name+CandidateSuffix, d)
-	if err != nil || !found || !metav1.IsControlledBy(d, a) {
-		return err
+// deleteCandidate plans the delete of the candidate Deployment if this
+// agent owns one.
+func (d *decider) deleteCandidate() error {
+	live := d.s.live.candidate
+	if live.err != nil || live.obj == nil || !d.controls(live.obj) {
+		return live.err
 	}
-	if err := r.Client.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete Deployment %s/%s: %w", d.Namespace, d.Name, err)
+	if o := d.do(write{op: opDelete, obj: live.obj.DeepCopy(), background: true}); client.IgnoreNotFound(o.err) != nil {
+		return fmt.Errorf("delete Deployment %s/%s: %w", live.obj.Namespace, live.obj.Name, o.err)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package agentruntime
 
 import (
-	"context"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -10,39 +9,38 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
-	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/promptpack"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/rollout"
 )
 
-// This file holds the rollout's spec writes: a version trigger starting a
+// This file plans the rollout's spec writes: a version trigger starting a
 // rollout, a promotion making the candidate the spec, and a rollback
 // making the candidate the spec's again.
 
 // versionTrigger sets a candidate when spec.rollout.trigger sees a newer
 // version on its channel. It reports whether it wrote the spec; the write
 // brings the agent back through its own watch.
-func (r *Reconciler) versionTrigger(ctx context.Context, a *omniav1.AgentRuntime, in Inputs) (bool, error) {
-	ro := a.Spec.Rollout
+func (d *decider) versionTrigger() (bool, error) {
+	ro := d.a.Spec.Rollout
 	if ro == nil || ro.Trigger == nil {
 		return false, nil
 	}
 	ch := ro.Trigger.PromptPackChannel
 	latest := ""
-	if p := promptpack.ChannelMax(in.Packs, ch); p != nil {
+	if p := promptpack.ChannelMax(d.s.in.Packs, ch); p != nil {
 		latest = p.Spec.Version
 	}
-	ref := rollout.Trigger(a, latest)
+	ref := rollout.Trigger(d.a, latest)
 	if ref == nil {
 		return false, nil
 	}
-	if err := r.updateSpec(ctx, a, func(u *omniav1.AgentRuntime) {
+	if err := d.updateAgent("set the rollout candidate", func(u *omniav1.AgentRuntime) {
 		u.Spec.Rollout.Candidate = &omniav1.CandidateOverrides{PromptPackRef: ref}
 	}); err != nil {
-		return false, fmt.Errorf("set the rollout candidate of AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
+		return false, err
 	}
-	kubeutil.Emit(r.Recorder, a, "Rollout", []kubeutil.Event{{Type: corev1.EventTypeNormal, Reason: omniav1.EventRolloutTriggered,
-		Message: fmt.Sprintf("PromptPack %s version %s is the newest on the %s channel; rolling it out", ref.Name, latest, ch)}})
+	d.emit("Rollout", corev1.EventTypeNormal, omniav1.EventRolloutTriggered,
+		fmt.Sprintf("PromptPack %s version %s is the newest on the %s channel; rolling it out", ref.Name, latest, ch))
 	return true, nil
 }
 
@@ -59,17 +57,18 @@ func (r *Reconciler) versionTrigger(ctx context.Context, a *omniav1.AgentRuntime
 // recorded, and the next pass, seeing no rollout, would remove the
 // candidate before the stable Deployment ran it: an outage after
 // setWeight 100.
-func (r *Reconciler) enterPromotion(ctx context.Context, a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus, t metav1.Time, setStatus func()) (rolloutResult, error) {
+func (d *decider) enterPromotion(setStatus func()) (rolloutResult, error) {
+	st := d.st
 	setStatus()
 	msg := promotingMessage(st.Rollout)
 	st.Rollout.Promoting, st.Rollout.Message = true, msg
-	st.Rollout.PromotedGeneration = ptr(a.Generation)
-	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionRolloutActive, metav1.ConditionTrue, omniav1.ReasonPromoting, msg)
-	if err := r.recordStatus(ctx, a, st); err != nil {
+	st.Rollout.PromotedGeneration = ptr(d.s.in.Agent.Generation)
+	d.set(omniav1.ConditionRolloutActive, metav1.ConditionTrue, omniav1.ReasonPromoting, msg)
+	if err := d.recordStatus(); err != nil {
 		return rolloutResult{}, err
 	}
-	kubeutil.Emit(r.Recorder, a, "Rollout", []kubeutil.Event{{Type: corev1.EventTypeNormal, Reason: omniav1.EventRolloutPromoting, Message: msg}})
-	return r.writePromotion(ctx, a)
+	d.emit("Rollout", corev1.EventTypeNormal, omniav1.EventRolloutPromoting, msg)
+	return d.writePromotion()
 }
 
 // promotingMessage is the RolloutActive message while a promotion is
@@ -80,12 +79,12 @@ func promotingMessage(ro *omniav1.RolloutStatus) string {
 
 // writePromotion writes the candidate's references into the spec; the
 // write brings the agent back through its own watch.
-func (r *Reconciler) writePromotion(ctx context.Context, a *omniav1.AgentRuntime) (rolloutResult, error) {
-	if err := r.updateSpec(ctx, a, func(u *omniav1.AgentRuntime) {
+func (d *decider) writePromotion() (rolloutResult, error) {
+	if err := d.updateAgent("promote the rollout candidate", func(u *omniav1.AgentRuntime) {
 		promoted := rollout.CandidateSpec(&u.Spec)
 		u.Spec.PromptPackRef, u.Spec.Providers, u.Spec.ToolRegistryRef = promoted.PromptPackRef, promoted.Providers, promoted.ToolRegistryRef
 	}); err != nil {
-		return rolloutResult{}, fmt.Errorf("promote the rollout candidate of AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
+		return rolloutResult{}, err
 	}
 	return rolloutResult{Done: true, RequeueAfter: rollout.PromotionRequeue}, nil
 }
@@ -94,45 +93,41 @@ func (r *Reconciler) writePromotion(ctx context.Context, a *omniav1.AgentRuntime
 // full, then removes the candidate. The wait is a poll: the Deployment's
 // status changes are watched too, but a timer also covers a pass that
 // finds the desired template not applied yet.
-func (r *Reconciler) promotion(ctx context.Context, a *omniav1.AgentRuntime, stable *appsv1.Deployment, st *omniav1.AgentRuntimeStatus, t metav1.Time) (rolloutResult, error) {
+func (d *decider) promotion(stable *appsv1.Deployment) (rolloutResult, error) {
+	st := d.st
 	// Set on every pass, so a failure recorded by an earlier one clears.
-	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionRolloutActive, metav1.ConditionTrue, omniav1.ReasonPromoting, promotingMessage(st.Rollout))
-	if rollout.PromotionPending(a.Generation, &a.Spec, st.Rollout) {
+	d.set(omniav1.ConditionRolloutActive, metav1.ConditionTrue, omniav1.ReasonPromoting, promotingMessage(st.Rollout))
+	if rollout.PromotionPending(d.a.Generation, &d.a.Spec, st.Rollout) {
 		// Recorded, but the spec write failed or never ran: run it now.
-		return r.writePromotion(ctx, a)
+		return d.writePromotion()
 	}
-	live := &appsv1.Deployment{}
-	found, err := r.get(ctx, a.Namespace, stable.Name, live)
-	if err != nil {
-		return rolloutResult{}, err
+	live := d.s.live.stable
+	if live.err != nil {
+		return rolloutResult{}, live.err
 	}
 	// The live Deployment must carry this pass's desired state, not only
 	// be complete: right after the spec write it is complete on the old
 	// template.
-	desired := stable.DeepCopy()
-	h, err := r.stamp(a, desired, desired.Spec)
-	if err != nil {
-		return rolloutResult{}, err
-	}
-	if !found || live.Annotations[AnnotationAppliedHash] != h || !rollout.StableComplete(live) {
+	h := d.own(stable.DeepCopy(), stable.Spec)
+	if live.obj == nil || live.obj.Annotations[AnnotationAppliedHash] != h || !rollout.StableComplete(live.obj) {
 		st.Rollout.Message = fmt.Sprintf("promoting candidate %s: waiting for every stable replica to run it", st.Rollout.CandidateVersion)
 		return rolloutResult{RequeueAfter: rollout.PromotionRequeue}, nil
 	}
-	if err := r.deleteCandidate(ctx, a); err != nil {
+	if err := d.deleteCandidate(); err != nil {
 		return rolloutResult{}, err
 	}
 	// A candidate set again during the promotion is a new rollout; only
 	// the promoted one is cleared.
-	if ro := a.Spec.Rollout; ro != nil && ro.Candidate != nil && !rollout.Active(&a.Spec) {
-		if err := r.updateSpec(ctx, a, func(u *omniav1.AgentRuntime) { u.Spec.Rollout.Candidate = nil }); err != nil {
-			return rolloutResult{}, fmt.Errorf("clear the promoted candidate of AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
+	if ro := d.a.Spec.Rollout; ro != nil && ro.Candidate != nil && !rollout.Active(&d.a.Spec) {
+		if err := d.updateAgent("clear the promoted candidate", func(u *omniav1.AgentRuntime) { u.Spec.Rollout.Candidate = nil }); err != nil {
+			return rolloutResult{}, err
 		}
 	}
 	msg := fmt.Sprintf("candidate %s promoted to stable", st.Rollout.CandidateVersion)
 	st.Rollout = rollout.Outcome("promoted")
 	meta.RemoveStatusCondition(&st.Conditions, omniav1.ConditionTrafficRouting)
-	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionRolloutActive, metav1.ConditionFalse, omniav1.ReasonNoActiveRollout, msg)
-	kubeutil.Emit(r.Recorder, a, "Rollout", []kubeutil.Event{{Type: corev1.EventTypeNormal, Reason: omniav1.EventRolloutPromoted, Message: msg}})
+	d.set(omniav1.ConditionRolloutActive, metav1.ConditionFalse, omniav1.ReasonNoActiveRollout, msg)
+	d.emit("Rollout", corev1.EventTypeNormal, omniav1.EventRolloutPromoted, msg)
 	return rolloutResult{}, nil
 }
 
@@ -140,8 +135,8 @@ func (r *Reconciler) promotion(ctx context.Context, a *omniav1.AgentRuntime, sta
 // a version trigger does not start it again, copies the spec's references
 // over the candidate's so the rollout is idle, and removes the candidate
 // Deployment. The pass goes on to restore the stable replicas.
-func (r *Reconciler) rollBack(ctx context.Context, a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus, t metav1.Time, why string) (rolloutResult, error) {
-	if err := r.updateSpec(ctx, a, func(u *omniav1.AgentRuntime) {
+func (d *decider) rollBack(why string) (rolloutResult, error) {
+	if err := d.updateAgent("roll back the rollout candidate", func(u *omniav1.AgentRuntime) {
 		if v := rollout.RollbackVersion(u.Spec.Rollout.Candidate); v != "" {
 			if u.Annotations == nil {
 				u.Annotations = map[string]string{}
@@ -150,14 +145,15 @@ func (r *Reconciler) rollBack(ctx context.Context, a *omniav1.AgentRuntime, st *
 		}
 		rollout.Revert(&u.Spec)
 	}); err != nil {
-		return rolloutResult{}, fmt.Errorf("roll back the rollout candidate of AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
-	}
-	if err := r.deleteCandidate(ctx, a); err != nil {
 		return rolloutResult{}, err
 	}
+	if err := d.deleteCandidate(); err != nil {
+		return rolloutResult{}, err
+	}
+	st := d.st
 	st.Rollout = rollout.Outcome(why)
 	meta.RemoveStatusCondition(&st.Conditions, omniav1.ConditionTrafficRouting)
-	kubeutil.SetCondition(&st.Conditions, a.Generation, t, omniav1.ConditionRolloutActive, metav1.ConditionFalse, omniav1.ReasonNoActiveRollout, why)
-	kubeutil.Emit(r.Recorder, a, "Rollout", []kubeutil.Event{{Type: corev1.EventTypeWarning, Reason: omniav1.EventRolloutRolledBack, Message: why}})
+	d.set(omniav1.ConditionRolloutActive, metav1.ConditionFalse, omniav1.ReasonNoActiveRollout, why)
+	d.warn("Rollout", omniav1.EventRolloutRolledBack, why)
 	return rolloutResult{}, nil
 }

@@ -158,7 +158,7 @@ func TestWorkspaceTemplateInputs(t *testing.T) {
 	}
 }
 
-// TestEffectiveAutoscaling: seed 003's precedence — the agent's
+// TestEffectiveAutoscaling: the precedence of autoscaling policies — the agent's
 // runtime.autoscaling if set, as a unit; else its Workspace service
 // group's (spec.serviceGroup, "default" when unset); else none.
 func TestEffectiveAutoscaling(t *testing.T) {

@@ -22,9 +22,9 @@ import (
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/provider"
 )
 
-// TestWorkspaceReachesAgentThroughWatch checks seed 003's "the controller
-// watches [the Workspace] and maps each change back to the AgentRuntimes
-// that reference it". Before each Workspace change the agent is settled —
+// TestWorkspaceReachesAgentThroughWatch: the controller watches the
+// Workspaces and maps each change back to the AgentRuntimes of the
+// namespace it owns. Before each Workspace change the agent is settled —
 // a pass has run on the current agent, Deployment and HPA, so no event of
 // theirs is pending — which leaves the Workspace watch as the only way the
 // change can reach the agent: a Workspace created after the agent, an edit

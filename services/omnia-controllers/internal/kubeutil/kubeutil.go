@@ -4,8 +4,6 @@
 package kubeutil
 
 import (
-	"unicode/utf8"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,18 +61,4 @@ func IgnoreConflict(err error) error {
 		return nil
 	}
 	return err
-}
-
-// Truncate shortens a message to at most n bytes (condition messages are
-// capped at 32 KiB by the API; events at 1 KiB), marking the cut.
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut-- // never split a multi-byte character
-	}
-	return s[:cut] + mark
 }

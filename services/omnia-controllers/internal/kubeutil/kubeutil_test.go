@@ -28,17 +28,11 @@ func TestSetCondition(t *testing.T) {
 	}
 }
 
-func TestIgnoreConflictAndTruncate(t *testing.T) {
+func TestIgnoreConflict(t *testing.T) {
 	if IgnoreConflict(apierrors.NewConflict(schema.GroupResource{Resource: "x"}, "n", errors.New("rv"))) != nil {
 		t.Fatal("409 must be dropped")
 	}
 	if IgnoreConflict(errors.New("boom")) == nil {
 		t.Fatal("other errors must stay")
-	}
-	if got := Truncate("abcdefgh", 6); len(got) > 6 || got[:3] != "abc" {
-		t.Fatalf("truncate %q", got)
-	}
-	if Truncate("abc", 6) != "abc" {
-		t.Fatal("short strings stay")
 	}
 }

@@ -16,7 +16,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/agentplane/agentplane/libs/truncate"
 )
 
 // MaxDocumentBytes caps each document read from the issuer, so a broken or
@@ -25,6 +26,10 @@ const MaxDocumentBytes = 1 << 20
 
 // DefaultTimeout bounds each of the two requests of a fetch.
 const DefaultTimeout = 5 * time.Second
+
+// maxEchoedIssuer bounds the issuer a remote document claims when an
+// error quotes it (and from there a condition): the document is not ours.
+const maxEchoedIssuer = 256
 
 // DiscoveryPath is appended to the issuer to find its discovery document.
 const DiscoveryPath = "/.well-known/openid-configuration"
@@ -139,7 +144,7 @@ func ParseDiscovery(body []byte, issuer string) (string, error) {
 		return "", errors.New("no issuer")
 	}
 	if strings.TrimRight(doc.Issuer, "/") != strings.TrimRight(issuer, "/") {
-		return "", fmt.Errorf("issuer %q is not the configured %q", truncate(doc.Issuer, 256), issuer)
+		return "", fmt.Errorf("issuer %q is not the configured %q", truncate.String(doc.Issuer, maxEchoedIssuer), issuer)
 	}
 	return doc.JWKSURI, nil
 }
@@ -166,16 +171,4 @@ func ParseJWKS(body []byte) (int, error) {
 		}
 	}
 	return len(doc.Keys), nil
-}
-
-// truncate bounds text taken from a remote document before it goes into an
-// error message (and from there into a condition).
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

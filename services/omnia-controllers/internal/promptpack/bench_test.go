@@ -17,12 +17,12 @@ import (
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
 )
 
-// BenchmarkConverge100x10 is the reference workload of shared/reference
-// omnia.md §9: 100 pack names × 10 versions (and their ConfigMaps) created
-// at once. It reports the time until every version is Active or
+// BenchmarkConverge100x10 is the PromptPack workload of
+// docs/benchmarks.md: 100 pack names × 10 versions (and their ConfigMaps)
+// created at once. It reports the time until every version is Active or
 // Superseded, the reconciles per object until then, the reconciles still
 // queued at that moment (tail), and the reconciles during a 5 s window once
-// the queue is quiet (the reference operator never goes idle).
+// the queue is quiet (0 unless a pass rewrites an unchanged status).
 //
 //	go test -run '^$' -bench Converge100x10 -benchtime 1x ./internal/promptpack/
 func BenchmarkConverge100x10(b *testing.B) {

@@ -140,8 +140,8 @@ func (r *Reconciler) snapshot(ctx context.Context, pack *omniav1.PromptPack) (Sn
 // SetupWithManager wires the controller: PromptPacks, the ConfigMaps they
 // read, phase changes of sibling versions, the SkillSources their skills
 // resolve against and the AgentRuntimes counted by AgentsNotified. One
-// worker, as the seed prescribes: sibling ranking reads the phases other
-// passes write. rec, when not nil, is called instead of r (tests wrap r to
+// worker (docs/omnia-controllers.md): sibling ranking reads the phases
+// other passes write. rec, when not nil, is called instead of r (tests wrap r to
 // count passes).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
 	if rec == nil {

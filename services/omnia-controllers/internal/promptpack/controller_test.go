@@ -220,7 +220,7 @@ func TestDuplicateVersion(t *testing.T) {
 }
 
 // TestAgentsNotifiedCounts: the count follows AgentRuntimes as they come,
-// and, as seed 003 says, "the controller does not push anything to them":
+// and the controller only counts them, never pushes anything to them:
 // the counted AgentRuntime is never written by the PromptPack controller
 // (no other controller runs here, so any write would be its).
 func TestAgentsNotifiedCounts(t *testing.T) {

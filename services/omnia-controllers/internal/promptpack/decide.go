@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/truncate"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
 )
 
@@ -103,7 +104,7 @@ func (d *decider) set(typ string, status metav1.ConditionStatus, reason, msg str
 
 func (d *decider) warn(changed bool, reason, msg string) {
 	if changed {
-		d.events = append(d.events, kubeutil.Event{Type: corev1.EventTypeWarning, Reason: reason, Message: kubeutil.Truncate(msg, 1000)})
+		d.events = append(d.events, kubeutil.Event{Type: corev1.EventTypeWarning, Reason: reason, Message: truncate.String(msg, 1000)})
 	}
 }
 
@@ -216,7 +217,8 @@ func (d *decider) failed() {
 // the resolved skills while none of them is False. tools are the keys of
 // pack.json's top-level tools object; nil for a live source, whose content
 // the controller never sees. Unresolved skills do not fail the version:
-// the seed's flowchart has no failure branch after "resolve skills".
+// a validated version keeps serving, and the skill conditions say what is
+// missing.
 func (d *decider) skills(tools map[string]bool) {
 	p := d.s.Pack
 	d.st.Skills = nil
@@ -231,7 +233,7 @@ func (d *decider) skills(tools map[string]bool) {
 	ok := true
 	if len(res.Problems) > 0 {
 		ok = false
-		d.set(omniav1.ConditionSkillsResolved, metav1.ConditionFalse, omniav1.ReasonLookupFailed, kubeutil.Truncate(strings.Join(res.Problems, "; "), 32<<10))
+		d.set(omniav1.ConditionSkillsResolved, metav1.ConditionFalse, omniav1.ReasonLookupFailed, truncate.String(strings.Join(res.Problems, "; "), 32<<10))
 	} else {
 		d.set(omniav1.ConditionSkillsResolved, metav1.ConditionTrue, omniav1.ReasonAllSkillsResolved,
 			fmt.Sprintf("%d skill(s) resolved from %d SkillSource(s)", len(res.Skills), res.Sources))
@@ -241,7 +243,7 @@ func (d *decider) skills(tools map[string]bool) {
 	}
 	if len(res.Collisions) > 0 {
 		ok = false
-		d.set(omniav1.ConditionSkillsValid, metav1.ConditionFalse, omniav1.ReasonNameCollision, kubeutil.Truncate(strings.Join(res.Collisions, "; "), 32<<10))
+		d.set(omniav1.ConditionSkillsValid, metav1.ConditionFalse, omniav1.ReasonNameCollision, truncate.String(strings.Join(res.Collisions, "; "), 32<<10))
 	} else {
 		d.set(omniav1.ConditionSkillsValid, metav1.ConditionTrue, omniav1.ReasonNoCollisions, "no two SkillSources supply a skill of the same name")
 	}
@@ -252,7 +254,7 @@ func (d *decider) skills(tools map[string]bool) {
 	case len(res.UnknownTools) > 0:
 		ok = false
 		d.set(omniav1.ConditionSkillToolsResolved, metav1.ConditionFalse, omniav1.ReasonUnknownTool,
-			kubeutil.Truncate("skills allow tools pack.json does not declare: "+strings.Join(res.UnknownTools, ", "), 32<<10))
+			truncate.String("skills allow tools pack.json does not declare: "+strings.Join(res.UnknownTools, ", "), 32<<10))
 	default:
 		d.set(omniav1.ConditionSkillToolsResolved, metav1.ConditionTrue, omniav1.ReasonAllToolsResolved, "every tool a skill allows is declared in pack.json")
 	}

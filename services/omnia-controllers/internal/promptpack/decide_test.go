@@ -68,7 +68,8 @@ func wantCond(t *testing.T, st omniav1.PromptPackStatus, typ string, status meta
 	}
 }
 
-// TestDecide has one case per rule of seed 003's PromptPack flowchart.
+// TestDecide has one case per rule of the PromptPack decision: source,
+// schema, digest, skills, ranking among versions.
 func TestDecide(t *testing.T) {
 	v := mustValidator(t)
 	stable := omniav1.ChannelStable
@@ -251,8 +252,8 @@ func anyMessage(d Decision, sub string) bool {
 }
 
 // TestDecideIdempotent: a second pass over its own result changes nothing
-// and emits no event, so an idle pack is not written (the reference
-// operator rewrote lastUpdated forever).
+// and emits no event, so an idle pack is not written (a lastUpdated
+// rewritten on every pass would bring the pack back forever).
 func TestDecideIdempotent(t *testing.T) {
 	v := mustValidator(t)
 	for _, snap := range []Snapshot{

@@ -41,9 +41,10 @@ func withTop(extra string) string {
 		`"prompts":{"p":{"id":"p","name":"p","version":"1.0.0","system_template":"t"}},` + extra + `}`
 }
 
-// TestEmbeddedSchemaIsThePublishedOne ties the embedded copy to the schema
-// the seed names (promptpack.org, latest): same address, same version, the
-// same draft and the same top-level contract.
+// TestEmbeddedSchemaIsThePublishedOne ties the embedded copy to the
+// published schema (promptpack.org, latest; docs/omnia-controllers.md
+// names its version): same address, same version, the same draft and the
+// same top-level contract.
 func TestEmbeddedSchemaIsThePublishedOne(t *testing.T) {
 	var doc struct {
 		Schema     string         `json:"$schema"`

@@ -42,8 +42,8 @@ func sources(list ...*omniav1.SkillSource) map[string]*omniav1.SkillSource {
 }
 
 // TestSkillRules has one case per rule of the "resolve skills" step.
-// Whatever the skills, the version stays Active: the seed's flowchart has
-// no failure branch after "resolve skills".
+// Whatever the skills, the version stays Active: unresolved skills are
+// reported in their conditions and never fail a validated version.
 func TestSkillRules(t *testing.T) {
 	v := mustValidator(t)
 	billing := syncedSource("billing", skill("refunds", "lookup_order", "issue_refund"), skill("invoices", "lookup_order"))
@@ -253,8 +253,8 @@ func (s swallowErrors) Reconcile(ctx context.Context, req reconcile.Request) (re
 
 // TestMissingSkillSourceIsRetried calls Reconcile directly: a SkillSource
 // that does not exist is a missing reference, returned as an error so
-// controller-runtime retries with backoff, as seed 003 prescribes; a
-// failure to read it is returned too.
+// controller-runtime retries with backoff, as every missing reference
+// is (docs/omnia-controllers.md); a failure to read it is returned too.
 func TestMissingSkillSourceIsRetried(t *testing.T) {
 	ns := env.Namespace(t)
 	c := ctrltest.StartManager(t, env) // cache and indexes only

@@ -137,7 +137,7 @@ func TestMissingConfigMapThenCreated(t *testing.T) {
 	ctrltest.Eventually(t, wait, statusIs(ns, "support", omniav1.SkillSourcePhaseReady, omniav1.ReasonSkillsSynced, []string{"triage"}))
 }
 
-// TestRequeueSplit calls Reconcile directly, as seed 003 splits failures:
+// TestRequeueSplit calls Reconcile directly to check how failures split:
 // a missing ConfigMap and a failing API call return an error (retried with
 // backoff); an invalid document returns nil and waits for the ConfigMap
 // watch; success asks for nothing.

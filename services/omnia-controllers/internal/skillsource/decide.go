@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/truncate"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
 )
 
@@ -50,7 +51,7 @@ func Decide(s Snapshot) Decision {
 	st.ObservedGeneration = src.Generation
 	var d Decision
 	ready := func(status metav1.ConditionStatus, reason, msg string) {
-		kubeutil.SetCondition(&st.Conditions, src.Generation, s.Now, omniav1.ConditionReady, status, reason, kubeutil.Truncate(msg, 32<<10))
+		kubeutil.SetCondition(&st.Conditions, src.Generation, s.Now, omniav1.ConditionReady, status, reason, truncate.String(msg, 32<<10))
 	}
 	fail := func(reason, msg string) {
 		st.Phase = omniav1.SkillSourcePhaseError

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/truncate"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
 )
 
@@ -109,10 +110,10 @@ func Decide(s Snapshot) Decision {
 		tools = append(tools, HandlerTools(h, s.Catalog)...)
 	}
 	if len(errs) > 0 {
-		// An invalid registry offers nothing: the flowchart stops here.
+		// An invalid registry offers nothing: no tool is listed or probed.
 		tools = nil
 		set(omniav1.ConditionHandlersValid, metav1.ConditionFalse, omniav1.ReasonValidationFailed,
-			kubeutil.Truncate("Handler validation errors: ["+strings.Join(errs, "; ")+"]", 4096))
+			truncate.String("Handler validation errors: ["+strings.Join(errs, "; ")+"]", 4096))
 	} else {
 		set(omniav1.ConditionHandlersValid, metav1.ConditionTrue, omniav1.ReasonHandlersValid,
 			fmt.Sprintf("all %d handler(s) are valid", len(tr.Spec.Handlers)))

@@ -46,7 +46,8 @@ func wantCond(t *testing.T, conds []metav1.Condition, typ string, status metav1.
 	}
 }
 
-// TestDecide has a case per branch of seed 003's ToolRegistry flowchart.
+// TestDecide has a case per branch of the ToolRegistry decision: handler
+// validation, tools, probing, policy and sandbox conditions, and phase.
 func TestDecide(t *testing.T) {
 	badMult := httpH("bad", "http://x")
 	badMult.HTTPConfig.RetryPolicy = &omniav1.HTTPRetryPolicy{RetryBackoff: omniav1.RetryBackoff{MaxAttempts: 2, BackoffMultiplier: "0.5"}}

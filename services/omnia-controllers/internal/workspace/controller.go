@@ -27,8 +27,9 @@ import (
 // ControllerName names the controller in logs, metrics and events.
 const ControllerName = "workspace"
 
-// MaxConcurrentReconciles is the worker count; seed 003 fixes it at three
-// and no operator flag changes it.
+// MaxConcurrentReconciles is the worker count, fixed at three like the
+// AgentRuntime and ToolRegistry controllers'; no operator flag changes it
+// (docs/omnia-controllers.md).
 const MaxConcurrentReconciles = 3
 
 // Reconciler reconciles Workspaces.

@@ -88,7 +88,7 @@ func setLabel(t *testing.T, ns, value string) {
 	})
 }
 
-// notRequeued checks "success is not requeued" (and a refusal is not an
+// notRequeued checks that success is not requeued (and a refusal is not an
 // error): one more pass through the reconciler returns an empty result.
 func notRequeued(t *testing.T, c client.Client, name string) {
 	t.Helper()

@@ -27,10 +27,9 @@ import (
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/workspace"
 )
 
-// TestTransientAPIFailureIsReturned checks seed 003's error-handling rule
-// "when a call to the API server or another dependency fails, the
-// reconciler returns the error" for every read and write of an
-// AgentRuntime pass, and "success is not requeued": once the failure
+// TestTransientAPIFailureIsReturned: when a call to the API server fails,
+// the reconciler returns the error, for every read and write of an
+// AgentRuntime pass; and success is not requeued: once the failure
 // clears, the same pass succeeds with an empty Result (no timer, no
 // requeue), so only controller-runtime's backoff brought it back.
 func TestTransientAPIFailureIsReturned(t *testing.T) {
@@ -123,13 +122,13 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 	}
 }
 
-// TestBlockedAgentResumesOnWatchEvent checks "when a reconcile is blocked
-// on a Provider that is not Ready, a Provider that lacks a required
-// capability, or a PromptPack that failed validation, it records the
-// reason in a condition and returns without an error. The watch on that
-// object brings the reconcile back when the object changes", and that a
-// role mismatch "waits for an edit to the spec": each case blocks, the
-// fix is one object change, and no timer exists to rescue a broken watch.
+// TestBlockedAgentResumesOnWatchEvent: a pass blocked on a Provider that
+// is not Ready, a Provider that lacks a required capability, or a
+// PromptPack that failed validation records the reason in a condition and
+// returns without an error, and the watch on that object brings the agent
+// back when the object changes; a role mismatch waits for an edit to the
+// spec. Each case blocks, the fix is one object change, and no timer
+// exists to rescue a broken watch.
 func TestBlockedAgentResumesOnWatchEvent(t *testing.T) {
 	startAll(t)
 	ctx := context.Background()
@@ -224,10 +223,10 @@ func update(t *testing.T, obj client.Object, ns, name string, mut func(client.Ob
 	})
 }
 
-// TestConcurrencyWorkersPerController checks seed 003's concurrency rule:
-// the AgentRuntime, ToolRegistry and Workspace controllers run up to three
-// reconciles at once, the PromptPack controller one, and no object is ever reconciled
-// by two workers at the same time. Each controller is wired as the binary
+// TestConcurrencyWorkersPerController: the AgentRuntime, ToolRegistry and
+// Workspace controllers run up to three reconciles at once, the PromptPack
+// controller one, and no object is ever reconciled by two workers at the
+// same time. Each controller is wired as the binary
 // wires it, with a gate in place of its reconciler that holds every pass,
 // so the counts are the controller's worker limit and nothing else.
 func TestConcurrencyWorkersPerController(t *testing.T) {
@@ -356,10 +355,10 @@ func (e *erring) starts() []time.Time {
 	return append([]time.Time(nil), e.times...)
 }
 
-// TestErrorRetriedWithGrowingBackoff checks seed 003's "controller-runtime
-// then requeues the object with its default per-item exponential backoff,
-// so a flapping dependency is retried with growing gaps and not hammered":
-// each controller, wired as the binary wires it, is given one object and a
+// TestErrorRetriedWithGrowingBackoff: after an error controller-runtime
+// requeues the object with its default per-item exponential backoff, so a
+// flapping dependency is retried with growing gaps and not hammered: each
+// controller, wired as the binary wires it, is given one object and a
 // reconciler that always fails; the retries must come back with gaps that
 // grow, and only a handful of them in a few seconds.
 func TestErrorRetriedWithGrowingBackoff(t *testing.T) {

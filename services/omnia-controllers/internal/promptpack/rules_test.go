@@ -14,11 +14,10 @@ import (
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
 )
 
-// TestTransientAPIFailureIsReturned checks seed 003's rule "when a call to
-// the API server or another dependency fails, the reconciler returns the
-// error" for each read and the status write of a PromptPack pass, and
-// "success is not requeued": once the failure clears the pass succeeds
-// with an empty Result.
+// TestTransientAPIFailureIsReturned: when a call to the API server fails,
+// the reconciler returns the error, for each read and the status write of
+// a PromptPack pass; and success is not requeued: once the failure clears
+// the pass succeeds with an empty Result.
 func TestTransientAPIFailureIsReturned(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
@@ -69,8 +68,8 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 	}
 }
 
-// TestPublishedVersionIsImmutable checks seed 003's "a PromptPack is an
-// immutable version of a pack's content" as the controller relies on it:
+// TestPublishedVersionIsImmutable: a PromptPack is an immutable version
+// of a pack's content, as the controller relies on it:
 // the API server refuses any spec change of a stored version (so a
 // validated version cannot turn into another one under the same name),
 // while metadata such as the controller's own pack-name label may change.

@@ -14,11 +14,11 @@ import (
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
 )
 
-// TestTransientAPIFailureIsReturned checks seed 003's rule "when a call to
-// the API server or another dependency fails, the reconciler returns the
-// error" for the Secret read and the status write of a Provider pass, and
-// that a Provider with nothing unreachable asks for no timer (the 30 s
-// recheck exists only while an endpoint is unreachable).
+// TestTransientAPIFailureIsReturned: when a call to the API server fails,
+// the reconciler returns the error, for the Secret read and the status
+// write of a Provider pass; and a Provider with nothing unreachable asks
+// for no timer (the 30 s recheck exists only while an endpoint is
+// unreachable).
 func TestTransientAPIFailureIsReturned(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()

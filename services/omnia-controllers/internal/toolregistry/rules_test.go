@@ -14,11 +14,10 @@ import (
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
 )
 
-// TestTransientAPIFailureIsReturned checks seed 003's rule "when a call to
-// the API server or another dependency fails, the reconciler returns the
-// error" for each read and the status write of a ToolRegistry pass, that
-// a successful pass without probing asks for no timer, and "the
-// controller reads handler definitions; it does not look up Services":
+// TestTransientAPIFailureIsReturned: when a call to the API server fails,
+// the reconciler returns the error, for each read and the status write of
+// a ToolRegistry pass; a successful pass without probing asks for no
+// timer; and the controller reads handler definitions, never Services:
 // the only kinds a pass reads are the registry and the ToolPolicies,
 // SandboxClasses and Connections its conditions are judged against.
 func TestTransientAPIFailureIsReturned(t *testing.T) {
@@ -81,10 +80,10 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 
 // TestPolicyBoundFollowsTheToolPolicyWatch checks that the ToolPolicy
 // watch reaches every registry whose PolicyBound a policy change decides,
-// including the one a policy's selector moves away from (seed 003: the
-// controller "additionally watches ToolPolicies ... because the PolicyBound
-// ... conditions are judged against them"). Registry specs never change
-// here, so only the watch can move the conditions.
+// including the one a policy's selector moves away from: PolicyBound is
+// judged against the ToolPolicies, so the controller watches them too
+// (docs/omnia-controllers.md). Registry specs never change here, so only
+// the watch can move the conditions.
 func TestPolicyBoundFollowsTheToolPolicyWatch(t *testing.T) {
 	ns := env.Namespace(t)
 	start(t)

@@ -1,0 +1,168 @@
+package agentruntime
+
+import (
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+)
+
+// decide plans one pass over an agent: it resolves the inputs and, once
+// all are usable, plans the writes of the Deployment, Service and HPA,
+// the rollout, the OIDC key mirror and the idle deadline, and the status
+// that records them. It is pure: what it cannot read from the snapshot it
+// asks (plan.ask) or assumes (a write's success, until its outcome is in
+// the snapshot). Success is requeued only for the timers of
+// docs/omnia-controllers.md: rollout steps and analysis, the OIDC key
+// refresh and the idle deadline.
+func decide(s snapshot) plan {
+	d := newDecider(&s)
+	d.pass()
+	return d.p
+}
+
+func (d *decider) pass() {
+	in, st := d.s.in, d.st
+	res := Resolve(in, &st.Conditions, d.t)
+	for _, e := range res.Events {
+		d.warn("Resolve", e.Reason, e.Message)
+	}
+	if !res.Usable {
+		// Build nothing from a half-resolved spec; an existing Deployment
+		// keeps serving what it was built from.
+		st.Phase = res.Phase
+		d.set(omniav1.ConditionReady, metav1.ConditionFalse, omniav1.ReasonRuntimeNotReady, "waiting for the agent's inputs")
+		d.end(st, 0, nil, res.Retry)
+		return
+	}
+
+	image, err := RuntimeImage(in.Agent, d.s.cfg)
+	if err != nil {
+		// A spec or operator configuration problem: a retry reads the same
+		// and fails the same, so wait for an edit.
+		msg := err.Error()
+		if d.set(omniav1.ConditionFrameworkReady, metav1.ConditionFalse, omniav1.ReasonFrameworkImageUnavailable, msg) {
+			d.warn("Resolve", omniav1.EventFrameworkImageUnavailable, msg)
+		}
+		st.Phase = omniav1.AgentRuntimePhasePending
+		d.set(omniav1.ConditionReady, metav1.ConditionFalse, omniav1.ReasonRuntimeNotReady, "no runtime image")
+		d.end(st, 0, nil, nil)
+		return
+	}
+	d.set(omniav1.ConditionFrameworkReady, metav1.ConditionTrue, omniav1.ReasonFrameworkImageResolved, image)
+
+	// The idle deadline may delete the agent or hold it at zero replicas.
+	idle := d.idleDeadline()
+	if idle.Deleted {
+		return
+	}
+	want, err := BuildDeployment(in, res, d.s.cfg, image)
+	if err != nil {
+		// A spec problem (the agent's volumes): the same spec fails the
+		// same way, so wait for an edit; a Deployment already running keeps
+		// what it was built from.
+		d.set(omniav1.ConditionDeploymentReady, metav1.ConditionFalse, omniav1.ReasonVolumesInvalid, err.Error())
+		st.Phase = omniav1.AgentRuntimePhaseFailed
+		d.set(omniav1.ConditionReady, metav1.ConditionFalse, omniav1.ReasonRuntimeNotReady, "the Deployment cannot be built: "+err.Error())
+		d.end(st, 0, nil, nil)
+		return
+	}
+	if idle.ScaleToZero {
+		want.Spec.Replicas = ptr(int32(0))
+	}
+	// The rollout engine runs the candidate Deployment and may change the
+	// stable one's replicas (replica-weighted traffic) or end the pass
+	// after a spec write of its own (a version trigger, a promotion). It
+	// works on a copy: when it fails, the stable Deployment is applied all
+	// the same, at the count the spec gives it (the candidate may not be
+	// serving), and the failure is recorded in RolloutActive and returned
+	// after the status write.
+	split := want.DeepCopy()
+	ro, roErr := d.rollout(res, image, split)
+	if d.asked() {
+		return
+	}
+	if roErr != nil {
+		d.rolloutFailed(roErr)
+	} else {
+		want = split
+		if ro.Done {
+			d.end(st, ro.RequeueAfter, nil, nil)
+			return
+		}
+	}
+
+	dep, err := d.deployment(want, d.s.live.stable, autoscalerFloor(in))
+	if transientAPIError(err) {
+		// Not a problem with the spec: the phase stands and
+		// controller-runtime retries with backoff.
+		if roErr == nil {
+			d.end(nil, 0, err, nil)
+		} else {
+			d.end(st, 0, errors.Join(roErr, err), nil)
+		}
+		return
+	}
+	if err != nil {
+		d.set(omniav1.ConditionDeploymentReady, metav1.ConditionFalse, omniav1.ReasonDeploymentFailed, err.Error())
+		st.Phase = omniav1.AgentRuntimePhaseFailed
+		d.end(st, 0, errors.Join(roErr, err), nil)
+		return
+	}
+	d.set(omniav1.ConditionDeploymentReady, metav1.ConditionTrue, omniav1.ReasonDeploymentCreated, "Deployment "+dep.Name)
+	svc := BuildService(in.Agent)
+	if err := d.service(svc); transientAPIError(err) {
+		if roErr == nil {
+			d.end(nil, 0, err, nil)
+		} else {
+			d.end(st, 0, errors.Join(roErr, err), nil)
+		}
+		return
+	} else if err != nil {
+		d.set(omniav1.ConditionServiceReady, metav1.ConditionFalse, omniav1.ReasonServiceFailed, err.Error())
+		st.Phase = omniav1.AgentRuntimePhaseFailed
+		d.end(st, 0, errors.Join(roErr, err), nil)
+		return
+	}
+	d.set(omniav1.ConditionServiceReady, metav1.ConditionTrue, omniav1.ReasonServiceCreated, "Service "+svc.Name)
+	st.ServiceEndpoint = fmt.Sprintf("%s.%s.svc.cluster.local:%d", in.Agent.Name, in.Agent.Namespace, primaryPort(in.Agent))
+	// An HPA failure is in AutoscalingReady; the pass goes on so the
+	// status that shows it is written.
+	hpaErr := d.autoscaling()
+
+	jwksAfter, jwksErr := d.mirrorJWKS()
+	if d.asked() {
+		return
+	}
+
+	st.ActiveVersion = ptr(res.Pack.Spec.Version)
+	desired := int32(0)
+	if dep.Spec.Replicas != nil {
+		desired = *dep.Spec.Replicas
+	}
+	st.Replicas = &omniav1.ReplicaStatus{Desired: desired, Ready: dep.Status.ReadyReplicas, Available: dep.Status.AvailableReplicas}
+	if dep.Status.ReadyReplicas > 0 {
+		st.Phase = omniav1.AgentRuntimePhaseRunning
+		d.set(omniav1.ConditionReady, metav1.ConditionTrue, omniav1.ReasonRuntimeReady,
+			fmt.Sprintf("%d of %d replica(s) ready", dep.Status.ReadyReplicas, desired))
+	} else {
+		st.Phase = omniav1.AgentRuntimePhasePending
+		d.set(omniav1.ConditionReady, metav1.ConditionFalse, omniav1.ReasonRuntimeNotReady, "no replica is ready yet")
+	}
+	if idle.ScaleToZero {
+		holdAtZero(in.Agent, st, d.t)
+	}
+	// Failures that did not stop the pass: the rollout engine's, the
+	// HPA's, a transient one of the key mirror, and a missing candidate
+	// input (the stable side is applied above). Each is in a condition;
+	// the status is written, then controller-runtime retries with backoff.
+	if err := errors.Join(roErr, hpaErr, jwksErr, ro.Retry); err != nil {
+		d.end(st, 0, err, nil)
+		return
+	}
+	// Timers only for what no watch event reports: rollout steps and
+	// analysis, the OIDC key refresh, the idle deadline.
+	d.end(st, soonest(idle.RequeueAfter, ro.RequeueAfter, jwksAfter), nil, nil)
+}
