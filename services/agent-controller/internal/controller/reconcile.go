@@ -302,18 +302,41 @@ func (c *Controller) showRetrying(ctx context.Context, agent *agentsv1alpha1.Age
 	c.storeIfNewer(patched)
 }
 
+// maxReplans bounds apply's loop. A refused step (a batch submit or run
+// token the provider refuses, a Job create the cluster denies) turns the
+// plan into one that fails the run with the reason, and such a plan has no
+// step that can be refused; the bound only guards a future rule that would.
+const maxReplans = 3
+
 // apply makes the plan's writes in order. A 409 on the status patch means
 // the write was computed from a stale read: it is dropped, and the watch
-// event of the newer version brings the Agent back with fresh state.
+// event of the newer version brings the Agent back with fresh state. When a
+// step is refused for good, the plan is decided again from the refusal, at
+// the current time, and applied instead.
 func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, snap decision.Snapshot, plan decision.Plan) (string, error) {
+	for range maxReplans {
+		replan, result, err := c.applyOnce(ctx, agent, snap, plan)
+		if replan == nil {
+			return result, err
+		}
+		snap.Now = c.opts.Now()
+		plan = replan(snap)
+	}
+	return resultError, fmt.Errorf("Agent %s: the plan was refused %d times in a row", agent.Name, maxReplans)
+}
+
+// applyOnce makes the plan's writes in order. It stops at the first step
+// refused for good and returns how to decide the plan that records the
+// refusal; otherwise replan is nil and result says how the pass ended.
+func (c *Controller) applyOnce(ctx context.Context, agent *agentsv1alpha1.Agent, snap decision.Snapshot, plan decision.Plan) (replan func(decision.Snapshot) decision.Plan, result string, err error) {
 	for _, v := range plan.Preempt {
 		victim := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: agent.Namespace, Name: v.Name}}
 		err := c.c.Delete(ctx, victim, client.Preconditions{ResourceVersion: ptr.To(v.ResourceVersion)}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		switch {
 		case apierrors.IsConflict(err):
-			return resultConflict, nil
+			return nil, resultConflict, nil
 		case err != nil && !apierrors.IsNotFound(err):
-			return resultError, fmt.Errorf("preempt Agent %s: %w", v.Name, err)
+			return nil, resultError, fmt.Errorf("preempt Agent %s: %w", v.Name, err)
 		}
 		c.log.Info("preempted the oldest running run (concurrencyPolicy Replace)", "agent", v.Name, "for", agent.Name, "station", agent.Spec.StationRef)
 	}
@@ -322,20 +345,18 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 		switch {
 		case retry != nil:
 			c.showRetrying(ctx, agent, snap, "submitting the batch", retry)
-			return resultError, retry
+			return nil, resultError, retry
 		case refused != "":
-			snap.Now = c.opts.Now()
-			return c.apply(ctx, agent, snap, decision.SubmitRefused(snap, refused))
+			return func(s decision.Snapshot) decision.Plan { return decision.SubmitRefused(s, refused) }, "", nil
 		}
 	}
 	if plan.RunToken {
 		refused, retry := c.ensureRunToken(ctx, agent)
 		switch {
 		case retry != nil:
-			return resultError, retry
+			return nil, resultError, retry
 		case refused != "":
-			snap.Now = c.opts.Now()
-			return c.apply(ctx, agent, snap, decision.TokenRefused(snap, refused))
+			return func(s decision.Snapshot) decision.Plan { return decision.TokenRefused(s, refused) }, "", nil
 		}
 	}
 	if plan.CreateJob != nil {
@@ -343,12 +364,11 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 		switch {
 		case err == nil, apierrors.IsAlreadyExists(err):
 		case decision.JobCreatePermanent(err):
-			snap.Now = c.opts.Now()
-			return c.apply(ctx, agent, snap, decision.JobDenied(snap, err))
+			return func(s decision.Snapshot) decision.Plan { return decision.JobDenied(s, err) }, "", nil
 		default:
 			err = fmt.Errorf("create Job %s: %w", plan.CreateJob.Name, err)
 			c.showRetrying(ctx, agent, snap, "creating the Job", err)
-			return resultError, err
+			return nil, resultError, err
 		}
 	}
 	if plan.CreateJob != nil || plan.Submit != nil {
@@ -363,11 +383,11 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 		switch {
 		case apierrors.IsConflict(err):
 			c.log.Debug("status write was stale; dropped", "agent", agent.Name)
-			return resultConflict, nil
+			return nil, resultConflict, nil
 		case apierrors.IsNotFound(err):
-			return resultOK, nil
+			return nil, resultOK, nil
 		case err != nil:
-			return resultError, fmt.Errorf("patch status of Agent %s: %w", agent.Name, err)
+			return nil, resultError, fmt.Errorf("patch status of Agent %s: %w", agent.Name, err)
 		}
 		c.storeIfNewer(patched)
 		if plan.Submit != nil {
@@ -402,7 +422,7 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 			c.log.Warn("history pruning failed", "station", agent.Spec.StationRef, "err", err)
 		}
 	}
-	return resultOK, nil
+	return nil, resultOK, nil
 }
 
 // prune deletes the Station's finished Agents beyond its history limits.
