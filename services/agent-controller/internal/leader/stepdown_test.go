@@ -29,8 +29,10 @@ import (
 type leaseTraffic struct {
 	next   http.RoundTripper
 	refuse atomic.Bool
-	mu     sync.Mutex
-	log    []string // "GET 200", "PUT 409", ...
+	// beforeWrite, when set, sees each Lease write before it is sent.
+	beforeWrite atomic.Pointer[func(*http.Request)]
+	mu          sync.Mutex
+	log         []string // "GET 200", "PUT 409", ...
 }
 
 func (l *leaseTraffic) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -42,6 +44,9 @@ func (l *leaseTraffic) RoundTrip(req *http.Request) (*http.Response, error) {
 		body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"refused by the test","reason":"InternalError","code":500}`
 		return &http.Response{StatusCode: http.StatusInternalServerError, Header: http.Header{"Content-Type": {"application/json"}},
 			Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+	}
+	if f := l.beforeWrite.Load(); f != nil && req.Method != http.MethodGet {
+		(*f)(req)
 	}
 	resp, err := l.next.RoundTrip(req)
 	if err != nil {
