@@ -40,8 +40,9 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := service.SignalContext()
-	defer stop()
-	if err := run(ctx, cfg, log); err != nil {
+	err = run(ctx, cfg, log)
+	stop()
+	if err != nil {
 		log.Error("agent-controller stopped", "err", err)
 		os.Exit(1)
 	}
@@ -93,7 +94,8 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			log.Warn("no NATS for batch runs: no stream events, no completion notices", "err", err)
 		} else {
 			defer func() {
-				sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+				// ctx has ended by now: closing gets its own deadline.
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 				defer cancel()
 				_ = pub.Close(sctx)
 			}()

@@ -363,7 +363,7 @@ func finishPod(t *testing.T, ns, job string) {
 	eventually(t, "the pod of "+job, func() error {
 		pods, err := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
 		if err != nil || len(pods.Items) == 0 {
-			return fmt.Errorf("no pod yet (%v)", err)
+			return fmt.Errorf("no pod yet (%w)", err)
 		}
 		pod = &pods.Items[0]
 		return nil
@@ -473,7 +473,7 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 			finishPod(t, ns, "agent-job-job")
 			eventually(t, "the succeeded Job run pruned", func() error {
 				if _, err := agentIn(ns, "job"); !apierrors.IsNotFound(err) {
-					return fmt.Errorf("still there (%v)", err)
+					return fmt.Errorf("still there (%w)", err)
 				}
 				return nil
 			})

@@ -23,7 +23,7 @@ const notifyTimeout = time.Minute
 // out at most once: a pass that lost the patch race sends nothing, and a
 // new leader finds the transition already made. Delivery runs off the
 // worker, so a slow sink never holds up reconciles.
-func (c *Controller) notify(n decision.Notice, a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition, lines []string) {
+func (c *Controller) notify(ctx context.Context, n decision.Notice, a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition, lines []string) {
 	if n == decision.NoticeNone {
 		return
 	}
@@ -34,11 +34,13 @@ func (c *Controller) notify(n decision.Notice, a *agentsv1alpha1.Agent, def *age
 	c.notices.Add(1)
 	go func() {
 		defer c.notices.Done()
-		c.deliver(a, def, evs)
+		// Delivery outlives the reconcile pass that decided it: the run's
+		// terminal events still go out when the pass's context ends.
+		c.deliver(context.WithoutCancel(ctx), a, def, evs)
 	}()
 }
 
-func (c *Controller) deliver(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition, evs []*eventsv1.RunEvent) {
+func (c *Controller) deliver(ctx context.Context, a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentDefinition, evs []*eventsv1.RunEvent) {
 	var cfgs []sinks.Config
 	var sel sinks.Select
 	if def != nil && def.Spec.Output != nil {
@@ -63,7 +65,7 @@ func (c *Controller) deliver(a *agentsv1alpha1.Agent, def *agentsv1alpha1.AgentD
 		c.log.Warn("some output sinks of a batch run could not be built", "agent", a.Namespace+"/"+a.Name, "err", err)
 	}
 	_ = set.DeliverAll(evs) // drops are counted and refusals logged by the set
-	ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
 	defer cancel()
 	if err := set.Close(ctx); err != nil {
 		c.log.Warn("not every batch run event reached its sinks", "agent", a.Namespace+"/"+a.Name, "err", err)

@@ -322,7 +322,7 @@ func (c *Controller) apply(ctx context.Context, agent *agentsv1alpha1.Agent, sna
 		snap.Now = c.opts.Now()
 		plan = replan(snap)
 	}
-	return resultError, fmt.Errorf("Agent %s: the plan was refused %d times in a row", agent.Name, maxReplans)
+	return resultError, fmt.Errorf("the plan for Agent %s was refused %d times in a row", agent.Name, maxReplans)
 }
 
 // applyOnce makes the plan's writes in order. It stops at the first step
@@ -400,7 +400,7 @@ func (c *Controller) applyOnce(ctx context.Context, agent *agentsv1alpha1.Agent,
 		if snap.Batch != nil {
 			lines = snap.Batch.Lines
 		}
-		c.notify(plan.Notice, patched, snap.Definition, lines)
+		c.notify(ctx, plan.Notice, patched, snap.Definition, lines)
 		c.log.Info("agent status", "agent", agent.Namespace+"/"+agent.Name, "phase", patched.Status.Phase,
 			"job", patched.Status.JobName, "reason", patched.Status.FailureReason)
 	}

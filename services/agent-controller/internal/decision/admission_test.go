@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func TestConcurrency(t *testing.T) {
 		t.Run(c.rule, func(t *testing.T) {
 			s := snap(agent("new", ""))
 			s.Station = station(c.policy, c.max)
-			s.StationRuns = append(c.runs, s.Agent)
+			s.StationRuns = append(slices.Clone(c.runs), s.Agent)
 			s.InFlight = c.inFlight
 			for _, name := range c.withJob {
 				if s.PendingWithJob == nil {

@@ -118,10 +118,11 @@ func Build(in Input) (*batchv1.Job, error) {
 			volumes = append(volumes, v)
 		}
 	}
-	ps.Volumes = append(volumes,
+	volumes = append(volumes,
 		corev1.Volume{Name: "agent", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		corev1.Volume{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	)
+	ps.Volumes = volumes
 	if execution == agentsv1alpha1.ExecutionRealtime {
 		ps.Volumes = append(ps.Volumes, corev1.Volume{Name: tokenVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName:  realtime.TokenSecretName(string(in.Agent.UID)),
@@ -146,7 +147,8 @@ func Build(in Input) (*batchv1.Job, error) {
 				keep = append(keep, m)
 			}
 		}
-		c.VolumeMounts = append(keep, mounts...)
+		keep = append(keep, mounts...)
+		c.VolumeMounts = keep
 		c.SecurityContext = agentSecurityContext()
 		if len(c.Resources.Requests) == 0 && len(c.Resources.Limits) == 0 {
 			c.Resources = corev1.ResourceRequirements{

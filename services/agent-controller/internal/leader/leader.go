@@ -235,8 +235,10 @@ func (e *elector) renew(ctx context.Context) error {
 
 // release gives the Lease up, so a standby takes over without waiting for
 // it to expire.
-func (e *elector) release() {
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.RenewDeadline)
+func (e *elector) release(ctx context.Context) {
+	// Releasing happens as the replica stops, often because ctx ended: the
+	// write gets its own deadline, not ctx's cancellation.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.RenewDeadline)
 	defer cancel()
 	now := time.Now()
 	next := e.lease.DeepCopy()
@@ -295,10 +297,10 @@ func (e *elector) lead(ctx context.Context) {
 		// Not released: the Lease may be someone else's now.
 		cfg.Log.Warn("lost the Lease; stopped reconciling and standing by", "lease", e.key(), "err", err)
 	case ctx.Err() == nil:
-		e.release()
+		e.release(ctx)
 		cfg.Log.Warn("the reconcile loop ended while leading; released the Lease", "lease", e.key())
 	default:
-		e.release()
+		e.release(ctx)
 		cfg.Log.Info("stopped leading", "identity", cfg.Identity)
 	}
 }

@@ -50,12 +50,19 @@ func main() {
 		log.Error("load kubeconfig", "err", err.Error())
 		os.Exit(1)
 	}
-	ctx, stop := service.SignalContext()
-	defer stop()
-	if err := run(ctx, cfg, restCfg); err != nil {
+	if err := runUntilSignal(cfg, restCfg); err != nil {
 		log.Error("exiting", "err", err.Error())
 		os.Exit(1)
 	}
+}
+
+// runUntilSignal calls run with a context that ends at SIGTERM or SIGINT,
+// and releases the signal handler before it returns, so main's os.Exit
+// skips no deferred call.
+func runUntilSignal(cfg *config, restCfg *rest.Config) error {
+	ctx, stop := service.SignalContext()
+	defer stop()
+	return run(ctx, cfg, restCfg)
 }
 
 // run builds the manager and blocks until ctx ends (SIGTERM), then lets
@@ -149,10 +156,16 @@ func run(ctx context.Context, cfg *config, restCfg *rest.Config) error {
 	}
 	srv := service.NewHTTPServer(log, ctrlmetrics.Registry)
 	srv.AddReadyCheck("caches", cacheSynced(mgr))
-	if err := srv.Start(cfg.Options); err != nil {
+	if err := srv.Start(cfg.Options); err != nil { //nolint:contextcheck // Start has no context parameter; its Background only undoes its own listeners on a failed bind
 		return err
 	}
-	defer srv.ShutdownWithin(cfg.ShutdownTimeout)
+	// The scrape endpoints outlive ctx (it has ended by the time this runs)
+	// and close within the shutdown timeout, as the manager does.
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
 	ctrl.Log.Info("starting", "version", service.Version().Version, "pod", cfg.Pod.Name, "leaderElection", le.Enabled,
 		"runtimeImage", cfg.RuntimeImage, "metrics", cfg.MetricsBindAddress, "probes", cfg.HealthProbeBindAddress)
 	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {

@@ -84,8 +84,11 @@ func TestRunWiring(t *testing.T) {
 
 	eventually(t, "readyz", func() error {
 		code, body, err := httpGet("http://" + cfg.HealthProbeBindAddress + "/readyz")
-		if err != nil || code != http.StatusOK {
-			return fmt.Errorf("%d %s %v", code, body, err)
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("%d %s", code, body)
 		}
 		return nil
 	})

@@ -82,9 +82,13 @@ func soonest(ds ...time.Duration) time.Duration {
 	return m
 }
 
+// joinStatus adds a failed status write to the error that ended the pass.
+// Only err is wrapped, so errors.Is/As on the result (controller-runtime's
+// terminal-error check among them) match the pass's own failure, never the
+// status write's.
 func joinStatus(err, statusErr error) error {
 	if statusErr != nil {
-		return fmt.Errorf("%w (and writing status: %v)", err, statusErr)
+		return fmt.Errorf("%w (and writing status: %v)", err, statusErr) //nolint:errorlint // statusErr is text on purpose: only the pass's own error may be matched
 	}
 	return err
 }

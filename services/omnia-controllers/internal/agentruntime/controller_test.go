@@ -84,8 +84,11 @@ func TestTemplateStableAcrossUnrelatedReconciles(t *testing.T) {
 	// validated, the informers have long seen the registry too.
 	ctrltest.Eventually(t, wait, func() error {
 		p := &omniav1.PromptPack{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "support-v1"}, p); err != nil || p.Status.Phase != omniav1.PromptPackPhaseActive {
-			return fmt.Errorf("pack not Active yet: %v", err)
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "support-v1"}, p); err != nil {
+			return fmt.Errorf("pack not read yet: %w", err)
+		}
+		if p.Status.Phase != omniav1.PromptPackPhaseActive {
+			return fmt.Errorf("pack in phase %q, not Active yet", p.Status.Phase)
 		}
 		return nil
 	})
@@ -235,11 +238,7 @@ func TestAutoscaling(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctrltest.Eventually(t, wait, func() error {
-		err := env.Client.Get(ctx, key, &autoscalingv2.HorizontalPodAutoscaler{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("HPA still there: %v", err)
+		return ctrltest.Gone("HPA", env.Client.Get(ctx, key, &autoscalingv2.HorizontalPodAutoscaler{}))
 	})
 }
 

@@ -59,8 +59,11 @@ func TestHPAWriteFailureIsRecorded(t *testing.T) {
 		},
 	})}
 	reconcileUntil(t, r, ns, "agent", func(err error) error {
-		if !apierrors.IsForbidden(err) {
-			return fmt.Errorf("err %v; want the HPA write failure", err)
+		switch {
+		case err == nil:
+			return errors.New("no error; want the HPA write failure")
+		case !apierrors.IsForbidden(err):
+			return fmt.Errorf("want the HPA write failure, got: %w", err)
 		}
 		return nil
 	})

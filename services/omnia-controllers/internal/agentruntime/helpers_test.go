@@ -58,6 +58,9 @@ func startAllWith(t *testing.T, cfg Config) *ctrltest.Counter {
 	return counter
 }
 
+// mustCreate creates objs through the API server or fails the test.
+//
+//nolint:contextcheck // test helper: it makes its own context.Background(), the only context the tests here have; callers have nothing cancellable to pass
 func mustCreate(t *testing.T, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
@@ -93,6 +96,9 @@ func newAgent(ns, name string, mut func(*omniav1.AgentRuntime)) *omniav1.AgentRu
 	return a
 }
 
+// getAgent reads an AgentRuntime through the API server.
+//
+//nolint:contextcheck // test helper: it makes its own context.Background(), the only context the tests here have; callers have nothing cancellable to pass
 func getAgent(ns, name string) (*omniav1.AgentRuntime, error) {
 	a := &omniav1.AgentRuntime{}
 	return a, env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, a)

@@ -12,7 +12,6 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -400,10 +399,7 @@ func TestIdleDeleteActionRemovesAgent(t *testing.T) {
 	poke(t, ns, "agent")
 	ctrltest.Eventually(t, wait, func() error {
 		_, err := getAgent(ns, "agent")
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("agent still there: %v", err)
+		return ctrltest.Gone("agent", err)
 	})
 }
 

@@ -187,8 +187,8 @@ func TestJWKSMirrorRemovedWithOIDC(t *testing.T) {
 	update(t, &omniav1.AgentRuntime{}, ns, "agent", func(o client.Object) { o.(*omniav1.AgentRuntime).Spec.ExternalAuth = nil })
 	ctrltest.Eventually(t, wait, func() error {
 		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: JWKSSecretName("agent")}, &corev1.Secret{})
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("mirror still there: %v", err)
+		if err := ctrltest.Gone("mirror", err); err != nil {
+			return err
 		}
 		a, err := getAgent(ns, "agent")
 		if err != nil {

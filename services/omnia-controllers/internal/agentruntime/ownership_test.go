@@ -115,8 +115,11 @@ func built(ns, name string) func(error) error {
 // failsWith accepts a pass whose error mentions fragment.
 func failsWith(fragment string) func(error) error {
 	return func(err error) error {
-		if err == nil || !strings.Contains(err.Error(), fragment) {
-			return fmt.Errorf("err %v; want one mentioning %q", err, fragment)
+		switch {
+		case err == nil:
+			return fmt.Errorf("no error; want one mentioning %q", fragment)
+		case !strings.Contains(err.Error(), fragment):
+			return fmt.Errorf("want an error mentioning %q, got: %w", fragment, err)
 		}
 		return nil
 	}

@@ -1,6 +1,7 @@
 package agentruntime
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -374,8 +375,11 @@ func checkResolution(in Inputs, res Resolution, conds []metav1.Condition) error 
 	pack := meta.FindStatusCondition(conds, omniav1.ConditionPromptPackReady)
 	prov := meta.FindStatusCondition(conds, omniav1.ConditionProviderReady)
 	if res.Usable {
-		if res.Phase != "" || res.Retry != nil || res.Pack == nil || res.Pack.Spec.PackName != in.Agent.Spec.PromptPackRef.Name {
-			return fmt.Errorf("usable with phase %q, retry %v, pack %v", res.Phase, res.Retry, packName(res.Pack))
+		if res.Retry != nil {
+			return fmt.Errorf("usable, yet retried: %w", res.Retry)
+		}
+		if res.Phase != "" || res.Pack == nil || res.Pack.Spec.PackName != in.Agent.Spec.PromptPackRef.Name {
+			return fmt.Errorf("usable with phase %q, pack %v", res.Phase, packName(res.Pack))
 		}
 		if !res.Pack.IsLive() && res.Pack.Status.Phase != omniav1.PromptPackPhaseActive && res.Pack.Status.Phase != omniav1.PromptPackPhaseSuperseded {
 			return fmt.Errorf("usable with pack %s in phase %q", res.Pack.Name, res.Pack.Status.Phase)
@@ -398,7 +402,7 @@ func checkResolution(in Inputs, res Resolution, conds []metav1.Condition) error 
 		return fmt.Errorf("not usable, yet neither PromptPackReady %+v nor ProviderReady %+v is False", pack, prov)
 	}
 	if res.Retry != nil && res.Phase != omniav1.AgentRuntimePhaseFailed {
-		return fmt.Errorf("retry %v in phase %s", res.Retry, res.Phase)
+		return fmt.Errorf("retry in phase %s: %w", res.Phase, res.Retry)
 	}
 	return nil
 }
@@ -413,11 +417,11 @@ func checkBuild(in Inputs, res Resolution, counts pt.Counts) error {
 	d1, err1 := BuildDeployment(in, res, testConfig, "img")
 	d2, err2 := BuildDeployment(in, res, testConfig, "img")
 	if (err1 == nil) != (err2 == nil) {
-		return fmt.Errorf("two builds disagree on failing: %v, %v", err1, err2)
+		return fmt.Errorf("of two builds of one input only one fails: %w", cmp.Or(err1, err2))
 	}
 	if err1 != nil {
 		if err1.Error() != err2.Error() {
-			return fmt.Errorf("two builds fail differently: %v, %v", err1, err2)
+			return fmt.Errorf("two builds fail differently: %w, %w", err1, err2)
 		}
 		counts.Add("volumes refused")
 		return nil
@@ -452,16 +456,23 @@ func checkBuild(in Inputs, res Resolution, counts pt.Counts) error {
 		return fmt.Errorf("not autoscaled, yet the Deployment sets no replica count")
 	}
 	svc := BuildService(in.Agent)
-	if sl, err := pt.Stored(*svc); err != nil || serviceDrifted(svc, &sl) || !reflect.DeepEqual(svc, BuildService(in.Agent)) {
-		return fmt.Errorf("the Service is not stable or drifts as stored (%v)", err)
+	sl, err := pt.Stored(*svc)
+	if err != nil {
+		return fmt.Errorf("the Service does not store: %w", err)
+	}
+	if serviceDrifted(svc, &sl) || !reflect.DeepEqual(svc, BuildService(in.Agent)) {
+		return fmt.Errorf("the Service is not stable or drifts as stored")
 	}
 	if len(svc.Spec.Ports) == 0 || svc.Spec.Ports[0].Port != primaryPort(in.Agent) {
 		return fmt.Errorf("Service ports %+v, the primary facade's first", svc.Spec.Ports)
 	}
 	if h := BuildHPA(in); h != nil {
 		hl, err := pt.Stored(*h)
-		if err != nil || hpaDrifted(h, &hl) || !equality.Semantic.DeepEqual(h, BuildHPA(in)) {
-			return fmt.Errorf("the HPA is not stable or drifts as stored (%v)", err)
+		if err != nil {
+			return fmt.Errorf("the HPA does not store: %w", err)
+		}
+		if hpaDrifted(h, &hl) || !equality.Semantic.DeepEqual(h, BuildHPA(in)) {
+			return fmt.Errorf("the HPA is not stable or drifts as stored")
 		}
 		if *h.Spec.MinReplicas < 1 || *h.Spec.MinReplicas > h.Spec.MaxReplicas {
 			return fmt.Errorf("HPA scales %d to %d", *h.Spec.MinReplicas, h.Spec.MaxReplicas)

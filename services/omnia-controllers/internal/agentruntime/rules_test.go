@@ -77,12 +77,18 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 					return err
 				}
 				p := &omniav1.Provider{}
-				if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "llm"}, p); err != nil || p.Status.Phase != omniav1.ProviderPhaseReady {
-					return fmt.Errorf("provider not Ready in the cache yet: %v", err)
+				if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "llm"}, p); err != nil {
+					return fmt.Errorf("provider not in the cache yet: %w", err)
+				}
+				if p.Status.Phase != omniav1.ProviderPhaseReady {
+					return fmt.Errorf("provider in phase %q in the cache, not Ready yet", p.Status.Phase)
 				}
 				pp := &omniav1.PromptPack{}
-				if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "support-v1"}, pp); err != nil || pp.Status.Phase != omniav1.PromptPackPhaseActive {
-					return fmt.Errorf("pack not Active in the cache yet: %v", err)
+				if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "support-v1"}, pp); err != nil {
+					return fmt.Errorf("pack not in the cache yet: %w", err)
+				}
+				if pp.Status.Phase != omniav1.PromptPackPhaseActive {
+					return fmt.Errorf("pack in phase %q in the cache, not Active yet", pp.Status.Phase)
 				}
 				return nil
 			})
@@ -197,7 +203,7 @@ func TestBlockedAgentResumesOnWatchEvent(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := env.Namespace(t)
+			ns := env.Namespace(t) //nolint:contextcheck // testenv deletes the namespace in a t.Cleanup, after any test context has ended, so it needs its own
 			tc.setup(t, ns)
 			ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhase(tc.blocked[0]), tc.blocked[1], tc.blocked[2]))
 			if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "agent"}, &appsv1.Deployment{}); err == nil {

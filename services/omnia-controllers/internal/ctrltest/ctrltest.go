@@ -5,11 +5,13 @@ package ctrltest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -116,6 +118,18 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// Gone is a condition for Eventually on a read of what: nil once the read
+// finds it NotFound, else the read's error or that what is still there.
+func Gone(what string, err error) error {
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read %s: %w", what, err)
+	}
+	return fmt.Errorf("%s still there", what)
 }
 
 // Consistently polls cond for the whole duration and fails on the first

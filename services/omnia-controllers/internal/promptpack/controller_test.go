@@ -35,6 +35,9 @@ func start(t *testing.T) *ctrltest.Counter {
 	return counter
 }
 
+// createPack creates a ConfigMap-sourced PromptPack version and its ConfigMap (none when content is "").
+//
+//nolint:contextcheck // test helper: it makes its own context.Background(), the only context the tests here have; callers have nothing cancellable to pass
 func createPack(t *testing.T, ns, name, packName, version, content string) {
 	t.Helper()
 	ctx := context.Background()
@@ -52,6 +55,9 @@ func createPack(t *testing.T, ns, name, packName, version, content string) {
 	}
 }
 
+// getPack reads a PromptPack through the API server.
+//
+//nolint:contextcheck // test helper: it makes its own context.Background(), the only context the tests here have; callers have nothing cancellable to pass
 func getPack(ns, name string) (*omniav1.PromptPack, error) {
 	p := &omniav1.PromptPack{}
 	return p, env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, p)
@@ -304,6 +310,9 @@ func TestRequeueSplit(t *testing.T) {
 	ctrltest.Eventually(t, wait, phaseIs(ns, "bad", omniav1.PromptPackPhaseFailed))
 }
 
+// getCached reads a PromptPack through c, a manager's cached client.
+//
+//nolint:contextcheck // test helper: it makes its own context.Background(), the only context the tests here have; callers have nothing cancellable to pass
 func getCached(c client.Client, ns, name string) (*omniav1.PromptPack, error) {
 	p := &omniav1.PromptPack{}
 	return p, c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, p)

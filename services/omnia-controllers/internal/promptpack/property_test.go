@@ -164,7 +164,7 @@ func checkStatus(s Snapshot, d Decision) error {
 			}
 		}
 		if !missingCM && !missingSrc {
-			return fmt.Errorf("retry %v with nothing missing", d.Retry)
+			return fmt.Errorf("retry with nothing missing: %w", d.Retry)
 		}
 	}
 	if differs := !statusEqual(st, p.Status); d.Changed != differs {

@@ -34,6 +34,9 @@ func start(t *testing.T) {
 	})
 }
 
+// getProv reads the Provider "p" of ns through the API server.
+//
+//nolint:contextcheck // test helper: it makes its own context.Background(), the only context the tests here have; callers have nothing cancellable to pass
 func getProv(ns string) (*omniav1.Provider, error) {
 	p := &omniav1.Provider{}
 	return p, env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "p"}, p)

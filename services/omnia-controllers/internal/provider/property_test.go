@@ -133,8 +133,11 @@ func checkStatus(s Snapshot, d Decision) error {
 	if a := p.Spec.Auth; p.Spec.IsPlatformHosted() && a != nil && a.Type != omniav1.PlatformAuthWorkloadIdentity && a.CredentialsSecretRef != nil && s.AuthSecret == nil {
 		missing = true
 	}
-	if missing != (d.Retry != nil) {
-		return fmt.Errorf("retry %v, but a named Secret missing: %v", d.Retry, missing)
+	switch {
+	case missing && d.Retry == nil:
+		return errors.New("a named Secret missing, but no retry")
+	case !missing && d.Retry != nil:
+		return fmt.Errorf("retry with no named Secret missing: %w", d.Retry)
 	}
 	if st.ObservedGeneration != p.Generation {
 		return fmt.Errorf("observedGeneration %d, want %d", st.ObservedGeneration, p.Generation)

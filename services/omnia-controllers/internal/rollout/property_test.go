@@ -415,8 +415,12 @@ func TestAnalysisParsing(t *testing.T) {
 			counts.Add("condition refused")
 		} else {
 			counts.Add("condition parsed")
-			if c2, err := ParseCondition(c.String()); err != nil || c2 != c && !(c.Value != c.Value && c2.Value != c2.Value) {
-				return fmt.Errorf("%q parses to %+v, printed %q, parsed again %+v (%v)", cond, c, c.String(), c2, err)
+			c2, err := ParseCondition(c.String())
+			if err != nil {
+				return fmt.Errorf("%q parses to %+v, printed %q, which does not parse: %w", cond, c, c.String(), err)
+			}
+			if c2 != c && !(c.Value != c.Value && c2.Value != c2.Value) {
+				return fmt.Errorf("%q parses to %+v, printed %q, parsed again %+v", cond, c, c.String(), c2)
 			}
 			result := make([]float64, r.IntN(4))
 			for i := range result {

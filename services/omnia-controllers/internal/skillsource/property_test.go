@@ -1,6 +1,7 @@
 package skillsource
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -105,8 +106,11 @@ func checkStatus(s Snapshot, d Decision) error {
 	default:
 		return fmt.Errorf("phase %q", st.Phase)
 	}
-	if (d.Retry != nil) != (s.ConfigMap == nil) {
-		return fmt.Errorf("retry %v with ConfigMap present: %v", d.Retry, s.ConfigMap != nil)
+	switch {
+	case s.ConfigMap == nil && d.Retry == nil:
+		return errors.New("ConfigMap missing, but no retry")
+	case s.ConfigMap != nil && d.Retry != nil:
+		return fmt.Errorf("retry with the ConfigMap present: %w", d.Retry)
 	}
 	if d.Changed == equality.Semantic.DeepEqual(st, s.Source.Status) {
 		return fmt.Errorf("changed %v, but the status differs: %v", d.Changed, !d.Changed)

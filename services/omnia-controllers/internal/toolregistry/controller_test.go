@@ -30,6 +30,9 @@ func start(t *testing.T) *ctrltest.Counter {
 	return counter
 }
 
+// create creates tr in ns, named "tools" unless it has a name.
+//
+//nolint:contextcheck // test helper: it makes its own context.Background(), the only context the tests here have; callers have nothing cancellable to pass
 func create(t *testing.T, ns string, tr *omniav1.ToolRegistry) {
 	t.Helper()
 	tr.Namespace = ns
