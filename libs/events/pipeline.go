@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"errors"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,7 +20,7 @@ import (
 // JetStream answering "no responders" during a restart). Then the failed
 // event lands after it: counted as reordered and logged once; consumers
 // restore run order from the envelope's sequence.
-func (p *Publisher) publishWindow(batch []*eventsv1.RunEvent) {
+func (p *Publisher) publishWindow(ctx context.Context, batch []*eventsv1.RunEvent) {
 	futs := make([]jetstream.PubAckFuture, len(batch))
 	sent := 0
 	for i, ev := range batch {
@@ -60,13 +61,13 @@ func (p *Publisher) publishWindow(batch []*eventsv1.RunEvent) {
 			if errors.Is(err, jetstream.ErrNoStreamResponse) {
 				p.streamReady = false
 			}
-		case <-p.loopCtx.Done():
+		case <-ctx.Done():
 			// Close gave up; publishOne below counts the rest as dropped.
 		}
 	}
 	for i, ev := range batch {
 		if ev != nil && !acked[i] {
-			p.publishOne(ev)
+			p.publishOne(ctx, ev)
 		}
 	}
 }

@@ -101,6 +101,8 @@ type Publisher struct {
 	closed bool
 	ch     chan *eventsv1.RunEvent
 
+	// loopCtx is the publishing loop's lifetime; Close ends it with
+	// stopLoop.
 	loopCtx  context.Context
 	stopLoop context.CancelFunc
 	done     chan struct{}
@@ -160,8 +162,9 @@ func NewPublisher(opts PublisherOptions) (*Publisher, error) {
 		return nil, fmt.Errorf("jetstream context: %w", err)
 	}
 	p.js = js
+	// The loop lives until Close, not as long as any caller's context.
 	p.loopCtx, p.stopLoop = context.WithCancel(context.Background())
-	go p.run()
+	go p.run(p.loopCtx)
 	return p, nil
 }
 
@@ -255,17 +258,18 @@ func (p *Publisher) Stats() Stats {
 // run publishes queued events in order until the channel is closed and
 // drained, or the loop is stopped (then the rest is counted as dropped).
 // Windows are used only while healthy: the first event after a failure,
-// before the stream is known to exist, goes one at a time.
-func (p *Publisher) run() {
+// before the stream is known to exist, goes one at a time. ctx is the
+// loop's lifetime: Close cancels it when its own deadline passes.
+func (p *Publisher) run(ctx context.Context) {
 	defer close(p.done)
 	batch := make([]*eventsv1.RunEvent, 0, p.opts.MaxInFlight)
 	for ev := range p.ch {
-		if p.loopCtx.Err() != nil {
+		if ctx.Err() != nil {
 			p.dropped.Add(1)
 			continue
 		}
 		if p.opts.MaxInFlight == 1 || !p.streamReady || p.failing || !p.nc.IsConnected() {
-			p.publishOne(ev)
+			p.publishOne(ctx, ev)
 			continue
 		}
 		batch = append(batch[:0], ev)
@@ -281,13 +285,13 @@ func (p *Publisher) run() {
 				break fill
 			}
 		}
-		p.publishWindow(batch)
+		p.publishWindow(ctx, batch)
 	}
 }
 
 // publishOne retries ev until it is acknowledged, refused for good, or the
-// loop is stopped.
-func (p *Publisher) publishOne(ev *eventsv1.RunEvent) {
+// loop is stopped (ctx ends).
+func (p *Publisher) publishOne(ctx context.Context, ev *eventsv1.RunEvent) {
 	msg, err := p.message(ev, false)
 	if err != nil {
 		p.drop(ev, err)
@@ -297,7 +301,7 @@ func (p *Publisher) publishOne(ev *eventsv1.RunEvent) {
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
 			p.retried.Add(1)
-			if !sleepCtx(p.loopCtx, backoff.Step()) {
+			if !sleepCtx(ctx, backoff.Step()) {
 				p.dropped.Add(1)
 				return
 			}
@@ -308,7 +312,7 @@ func (p *Publisher) publishOne(ev *eventsv1.RunEvent) {
 			p.noteFailure(nats.ErrConnectionReconnecting)
 			continue
 		}
-		err := p.attempt(msg)
+		err := p.attempt(ctx, msg)
 		if err == nil {
 			if p.failing {
 				p.failing = false
@@ -337,8 +341,8 @@ func (p *Publisher) publishOne(ev *eventsv1.RunEvent) {
 }
 
 // attempt makes sure the stream exists, then publishes msg once.
-func (p *Publisher) attempt(msg *nats.Msg) error {
-	ctx, cancel := context.WithTimeout(p.loopCtx, p.opts.AttemptTimeout)
+func (p *Publisher) attempt(ctx context.Context, msg *nats.Msg) error {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.AttemptTimeout)
 	defer cancel()
 	if !p.streamReady {
 		err := EnsureStream(ctx, p.js, p.opts.Stream)

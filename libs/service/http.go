@@ -117,12 +117,21 @@ func (s *HTTPServer) Start(o Options) error {
 			binds = append(binds, bind{o.HealthProbeBindAddress, false, true})
 		}
 	}
+	// Bind every address before serving any, so a failed bind only has
+	// listeners to close, no server to shut down.
+	lns := make([]net.Listener, 0, len(binds))
 	for _, b := range binds {
 		ln, err := net.Listen("tcp", b.addr)
 		if err != nil {
-			s.Shutdown(context.Background())
+			for _, l := range lns {
+				_ = l.Close()
+			}
 			return fmt.Errorf("listen on %s: %w", b.addr, err)
 		}
+		lns = append(lns, ln)
+	}
+	for i, b := range binds {
+		ln := lns[i]
 		mux := http.NewServeMux()
 		s.route(mux, b.metrics, b.probes)
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -151,6 +160,8 @@ func (s *HTTPServer) Shutdown(ctx context.Context) {
 
 // ShutdownWithin is Shutdown with a deadline d from now, for a deferred
 // call in main.
+//
+//nolint:contextcheck // it runs on the way out, after the caller's context is cancelled, so only its own deadline can bound it
 func (s *HTTPServer) ShutdownWithin(d time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()

@@ -101,6 +101,31 @@ func TestHTTPServerFailsAtStartOnATakenPort(t *testing.T) {
 	}
 }
 
+// A failed second bind must release the first address, so a restart can
+// take it.
+func TestHTTPServerReleasesTheFirstPortWhenTheSecondIsTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = taken.Close() }()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := free.Addr().String()
+	_ = free.Close()
+	s := NewHTTPServer(slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err := s.Start(Options{MetricsBindAddress: addr, HealthProbeBindAddress: taken.Addr().String()}); err == nil {
+		t.Fatal("a taken probe port must fail Start")
+	}
+	again, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the metrics address is still held after the failed Start: %v", err)
+	}
+	_ = again.Close()
+}
+
 func TestHTTPServerOffWithZero(t *testing.T) {
 	s := NewHTTPServer(slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err := s.Start(Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"}); err != nil {

@@ -218,7 +218,7 @@ func (e *Env) startControllerManager(ctx context.Context, assets string, timeout
 		case werr := <-exited:
 			e.kcm = nil
 			raw, _ := os.ReadFile(logPath)
-			return fmt.Errorf("kube-controller-manager exited (%v): %s", werr, lastLines(string(raw), 10))
+			return fmt.Errorf("kube-controller-manager exited (%w): %s", werr, lastLines(string(raw), 10))
 		case <-ctx.Done():
 			return fmt.Errorf("kube-controller-manager did not create the default ServiceAccount within %s (log %s)", timeout, logPath)
 		case <-time.After(200 * time.Millisecond):

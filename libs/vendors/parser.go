@@ -72,9 +72,9 @@ func (s *stream) decode(line []byte, v any) (ok bool, err error) {
 	}
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
-		return true, fmt.Errorf("%s: %w: %v", s.vendor, ErrMalformedLine, err)
+		return true, fmt.Errorf("%s: %w: %w", s.vendor, ErrMalformedLine, err)
 	}
-	return false, fmt.Errorf("%s: %w: %v", s.vendor, ErrMalformedLine, err)
+	return false, fmt.Errorf("%s: %w: %w", s.vendor, ErrMalformedLine, err)
 }
 
 // parseWith runs the shared steps around a vendor's classify: blank lines,

@@ -45,12 +45,19 @@ func main() {
 		fmt.Fprintf(os.Stderr, "%s: --log-level / LOG_LEVEL: %v\n", config.Name, err)
 		os.Exit(2)
 	}
-	ctx, stop := service.SignalContext()
-	defer stop()
-	if err := run(ctx, cfg, log); err != nil {
+	if err := runUntilSignalled(cfg, log); err != nil {
 		log.Error("batch-poller stopped", "err", err)
 		os.Exit(1)
 	}
+}
+
+// runUntilSignalled runs the service until SIGINT or SIGTERM. It is apart
+// from main so the signal handler is released (by the deferred stop)
+// before main calls os.Exit, which skips deferred calls.
+func runUntilSignalled(cfg *config.Config, log *slog.Logger) error {
+	ctx, stop := service.SignalContext()
+	defer stop()
+	return run(ctx, cfg, log)
 }
 
 // syncWait bounds the wait for the first list of agent-secrets Secrets;

@@ -50,10 +50,11 @@ func startGateway(t *testing.T, shutdownTimeout time.Duration) *liveGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Listen(); err != nil {
+	ctx, stop := context.WithCancel(context.Background())
+	if err := a.Listen(ctx); err != nil {
+		stop()
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
 	g := &liveGateway{t: t, app: a, addr: a.GRPCAddr().String(), stop: stop, served: make(chan error, 1)}
 	go func() { g.served <- a.Serve(ctx) }()
 	t.Cleanup(func() { g.shutdown(time.Minute) })

@@ -31,12 +31,19 @@ func main() {
 		fmt.Fprintf(os.Stderr, "%s: --log-level / LOG_LEVEL: %v\n", config.Name, err)
 		os.Exit(2)
 	}
-	ctx, stop := service.SignalContext()
-	defer stop()
-	if err := run(ctx, cfg, log); err != nil {
+	if err := runUntilSignalled(cfg, log); err != nil {
 		log.Error("realtime-gateway stopped", "err", err)
 		os.Exit(1)
 	}
+}
+
+// runUntilSignalled runs the gateway until SIGINT or SIGTERM. It is apart
+// from main so the signal handler is released (by the deferred stop)
+// before main calls os.Exit, which skips deferred calls.
+func runUntilSignalled(cfg *config.Config, log *slog.Logger) error {
+	ctx, stop := service.SignalContext()
+	defer stop()
+	return run(ctx, cfg, log)
 }
 
 func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
@@ -45,14 +52,15 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		return err
 	}
 	// The watches outlive ctx by the shutdown: in-flight streams still
-	// route and record session ids during the shutdown timeout.
-	watchCtx, cancel := context.WithCancel(context.Background())
+	// route and record session ids during the shutdown timeout. So they
+	// keep ctx's values but not its cancellation, and end when run returns.
+	watchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	a, err := app.New(watchCtx, cfg, rc, log, nil)
 	if err != nil {
 		return err
 	}
-	if err := a.Listen(); err != nil {
+	if err := a.Listen(ctx); err != nil {
 		return err
 	}
 	return a.Serve(ctx)

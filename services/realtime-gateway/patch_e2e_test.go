@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"testing"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
@@ -15,7 +14,6 @@ import (
 func TestSessionIDPatchIsGuardedByResourceVersion(t *testing.T) {
 	ns := env.Namespace(t)
 	p := session.NewPatcher(env.Client)
-	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
 		// meanwhile is what the controller writes after the gateway read
@@ -32,6 +30,7 @@ func TestSessionIDPatchIsGuardedByResourceVersion(t *testing.T) {
 		}, false, "sess-final"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
 			r := newAgent(t, ns, "a-"+shortHash(tc.name))
 			r.setPhase(agentsv1alpha1.PhaseRunning)
 			read := r.fresh()

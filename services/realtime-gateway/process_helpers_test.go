@@ -48,7 +48,7 @@ func startGatewayProcess(t *testing.T) *gatewayProcess {
 		}
 		gatewayBin = filepath.Join(dir, "realtime-gateway")
 		if out, err := exec.Command("go", "build", "-o", gatewayBin, ".").CombinedOutput(); err != nil {
-			gatewayBinErr = fmt.Errorf("go build: %v\n%s", err, out)
+			gatewayBinErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
 	if gatewayBinErr != nil {

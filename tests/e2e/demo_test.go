@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os/exec"
@@ -101,7 +102,8 @@ func TestAgentctlRunWaitReturnsTheRunsExitCode(t *testing.T) {
 		"run", "--station", "reviewer", "--follow", "--wait", "--timeout", "2m")
 	out, err := cmd.CombinedOutput()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)

@@ -161,12 +161,12 @@ func buildBinaries(dir string) error {
 		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("build %s: %v\n%s", pkg, err, out)
+			return fmt.Errorf("build %s: %w\n%s", pkg, err, out)
 		}
 	}
 	out, err := exec.Command(filepath.Join(dir, "mockagent"), "install", filepath.Join(dir, "bundle")).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("install mock CLIs: %v\n%s", err, out)
+		return fmt.Errorf("install mock CLIs: %w\n%s", err, out)
 	}
 	return nil
 }

@@ -34,12 +34,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: demo up|down [--bin DIR] [--repo DIR]")
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1], os.Args[2:]); err != nil {
+	if err := runUntilSignalled(os.Args[1], os.Args[2:]); err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// runUntilSignalled runs cmd with a context that SIGINT or SIGTERM cancels.
+// It is apart from main so the signal handler is released (by the deferred
+// stop) before main calls os.Exit, which skips deferred calls.
+func runUntilSignalled(cmd string, args []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, cmd, args)
 }
 
 func cacheRoot() string {
@@ -76,7 +83,7 @@ func down(bin, state string) error {
 	}
 	out, err := exec.Command(filepath.Join(bin, "kubestack"), "down").CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("kubestack down: %v\n%s", err, out)
+		return fmt.Errorf("kubestack down: %w\n%s", err, out)
 	}
 	if err := os.RemoveAll(state); err != nil {
 		return err
@@ -170,7 +177,7 @@ func kubectlDir() string {
 func checkFree(port int, what string) error {
 	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
-		return fmt.Errorf("port %d (for %s) is taken: %v; stop what holds it (or run make demo-down)", port, what, err)
+		return fmt.Errorf("port %d (for %s) is taken: %w; stop what holds it (or run make demo-down)", port, what, err)
 	}
 	return l.Close()
 }

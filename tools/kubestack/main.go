@@ -49,12 +49,19 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1], os.Args[2:]); err != nil {
+	if err := runUntilSignalled(os.Args[1], os.Args[2:]); err != nil {
 		fmt.Fprintf(os.Stderr, "kubestack: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// runUntilSignalled runs cmd with a context that SIGINT or SIGTERM cancels.
+// It is apart from main so the signal handler is released (by the deferred
+// stop) before main calls os.Exit, which skips deferred calls.
+func runUntilSignalled(cmd string, args []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, cmd, args)
 }
 
 func buildOptions() build.Options {

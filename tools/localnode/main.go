@@ -26,10 +26,17 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := cli.Run(ctx, os.Args[1:], os.Stderr); err != nil {
+	if err := run(); err != nil {
 		fmt.Fprintf(os.Stderr, "localnode: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// run runs the node until SIGINT or SIGTERM. It is apart from main so the
+// signal handler is released (by the deferred stop) before main calls
+// os.Exit, which skips deferred calls.
+func run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return cli.Run(ctx, os.Args[1:], os.Stderr)
 }

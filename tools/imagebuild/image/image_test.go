@@ -298,7 +298,7 @@ func layerFiles(t *testing.T, img v1.Image) map[string]file {
 		tr := tar.NewReader(rc)
 		for {
 			h, err := tr.Next()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {

@@ -37,14 +37,15 @@ func (n *Node) enqueueAllUnbound() {
 }
 
 // runBinder binds queued pods one at a time; there is a single node, so
-// there is nothing to choose between, only whether the pod fits.
-func (n *Node) runBinder() {
+// there is nothing to choose between, only whether the pod fits. It stops
+// when the queue shuts down; ctx is the node's lifetime.
+func (n *Node) runBinder(ctx context.Context) {
 	for {
 		key, shutdown := n.bindQueue.Get()
 		if shutdown {
 			return
 		}
-		err := n.bindOne(key)
+		err := n.bindOne(ctx, key)
 		if err != nil {
 			n.log.Warn("bind failed", "pod", key, "err", err)
 			n.bindQueue.AddRateLimited(key)
@@ -57,7 +58,7 @@ func (n *Node) runBinder() {
 
 // bindOne binds one pod through pods/binding when it fits this node, and
 // otherwise records PodScheduled=False with the reason on the pod.
-func (n *Node) bindOne(key string) error {
+func (n *Node) bindOne(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil
@@ -72,7 +73,7 @@ func (n *Node) bindOne(key string) error {
 	if !wantsScheduling(pod) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	node, err := n.nodes.Get(n.cfg.Name)
 	if err != nil {

@@ -69,8 +69,11 @@ func (w *podWorker) containerLoop(ctx context.Context, pod *corev1.Pod, src *obj
 		var probeDone chan struct{}
 		if !isInit || sidecar {
 			probeDone = make(chan struct{})
-			go w.probeReadiness(c, isInit, idx, in, probeDone)
-			go w.probeLiveness(c, in, probeDone)
+			// Probes last as long as the instance and use the worker's
+			// runCtx: a sidecar's ctx is cancelled while it still runs
+			// out its grace period, and is probed meanwhile.
+			go w.probeReadiness(c, isInit, idx, in, probeDone) //nolint:contextcheck // probes outlive a sidecar's ctx; they use the worker's runCtx
+			go w.probeLiveness(c, in, probeDone)               //nolint:contextcheck // probes outlive a sidecar's ctx; they use the worker's runCtx
 		}
 		select {
 		case <-in.done:

@@ -37,7 +37,9 @@ type dnsServer struct {
 	wg     sync.WaitGroup
 }
 
-func startDNS(svc *serviceNet, nw *nodeNetwork) (*dnsServer, error) {
+// startDNS starts serving; ctx, the node's lifetime, bounds the lookups
+// forwarded to the host's resolver.
+func startDNS(ctx context.Context, svc *serviceNet, nw *nodeNetwork) (*dnsServer, error) {
 	d := &dnsServer{svc: svc, domain: strings.ToLower(strings.Trim(nw.domain, "."))}
 	addr := net.JoinHostPort(nw.gateway.String(), "53")
 	var err error
@@ -49,8 +51,8 @@ func startDNS(svc *serviceNet, nw *nodeNetwork) (*dnsServer, error) {
 		return nil, err
 	}
 	d.wg.Add(2)
-	go func() { defer d.wg.Done(); d.serveUDP() }()
-	go func() { defer d.wg.Done(); d.serveTCP() }()
+	go func() { defer d.wg.Done(); d.serveUDP(ctx) }()
+	go func() { defer d.wg.Done(); d.serveTCP(ctx) }()
 	return d, nil
 }
 
@@ -60,7 +62,7 @@ func (d *dnsServer) stop() {
 	d.wg.Wait()
 }
 
-func (d *dnsServer) serveUDP() {
+func (d *dnsServer) serveUDP(ctx context.Context) {
 	buf := make([]byte, 4096)
 	for {
 		n, from, err := d.udp.ReadFrom(buf)
@@ -69,14 +71,14 @@ func (d *dnsServer) serveUDP() {
 		}
 		q := append([]byte(nil), buf[:n]...)
 		go func() {
-			if resp := d.answer(q, 512); resp != nil {
+			if resp := d.answer(ctx, q, 512); resp != nil {
 				_, _ = d.udp.WriteTo(resp, from)
 			}
 		}()
 	}
 }
 
-func (d *dnsServer) serveTCP() {
+func (d *dnsServer) serveTCP(ctx context.Context) {
 	for {
 		c, err := d.tcp.Accept()
 		if err != nil {
@@ -94,7 +96,7 @@ func (d *dnsServer) serveTCP() {
 				if _, err := io.ReadFull(c, q); err != nil {
 					return
 				}
-				resp := d.answer(q, 65535)
+				resp := d.answer(ctx, q, 65535)
 				if resp == nil {
 					return
 				}
@@ -109,7 +111,7 @@ func (d *dnsServer) serveTCP() {
 
 // answer builds the response to one query, truncated (TC set, no answers)
 // past limit bytes; nil for a message that is not a query.
-func (d *dnsServer) answer(raw []byte, limit int) []byte {
+func (d *dnsServer) answer(ctx context.Context, raw []byte, limit int) []byte {
 	var p dnsmessage.Parser
 	h, err := p.Start(raw)
 	if err != nil || h.Response {
@@ -119,7 +121,7 @@ func (d *dnsServer) answer(raw []byte, limit int) []byte {
 	if err != nil {
 		return nil
 	}
-	rcode, ips, authoritative := d.resolve(q)
+	rcode, ips, authoritative := d.resolve(ctx, q)
 	build := func(truncated bool) ([]byte, error) {
 		b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, OpCode: h.OpCode, RecursionDesired: h.RecursionDesired,
 			RecursionAvailable: true, Authoritative: authoritative, RCode: rcode, Truncated: truncated})
@@ -161,7 +163,7 @@ func (d *dnsServer) answer(raw []byte, limit int) []byte {
 
 // resolve answers one question: the rcode, the addresses of the asked
 // type, and whether the name is in the cluster domain.
-func (d *dnsServer) resolve(q dnsmessage.Question) (dnsmessage.RCode, []netip.Addr, bool) {
+func (d *dnsServer) resolve(ctx context.Context, q dnsmessage.Question) (dnsmessage.RCode, []netip.Addr, bool) {
 	name := strings.ToLower(strings.TrimSuffix(q.Name.String(), "."))
 	want4 := q.Type == dnsmessage.TypeA
 	want6 := q.Type == dnsmessage.TypeAAAA
@@ -170,7 +172,7 @@ func (d *dnsServer) resolve(q dnsmessage.Question) (dnsmessage.RCode, []netip.Ad
 		rest, inCluster = name, strings.HasSuffix(name, ".svc") || strings.HasSuffix(name, ".pod")
 	}
 	if !inCluster {
-		return d.forward(name, want4, want6)
+		return d.forward(ctx, name, want4, want6)
 	}
 	ips, ok := d.cluster(strings.Split(rest, "."))
 	if !ok {
@@ -219,11 +221,11 @@ func (d *dnsServer) cluster(l []string) ([]netip.Addr, bool) {
 
 // forward resolves a name outside the cluster with the host's resolver
 // (its /etc/hosts and name servers).
-func (d *dnsServer) forward(name string, want4, want6 bool) (dnsmessage.RCode, []netip.Addr, bool) {
+func (d *dnsServer) forward(ctx context.Context, name string, want4, want6 bool) (dnsmessage.RCode, []netip.Addr, bool) {
 	if !want4 && !want6 {
 		return dnsmessage.RCodeNameError, nil, false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	// Both families, so a name with only IPv4 addresses answers AAAA
 	// with no records rather than "no such name".

@@ -122,7 +122,7 @@ func buildProbeImage(dir string) (v1.Image, error) {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./testdata/podprobe")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build podprobe: %v: %s", err, out)
+		return nil, fmt.Errorf("build podprobe: %w: %s", err, out)
 	}
 	prog, err := os.ReadFile(bin)
 	if err != nil {

@@ -53,8 +53,11 @@ func startLogServer(n *Node, port int) (*logServer, error) {
 	return s, nil
 }
 
-func (s *logServer) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+// close shuts the server down, giving requests in flight up to two seconds.
+// It runs on the way out, when ctx may already be cancelled, so only ctx's
+// values are kept.
+func (s *logServer) close(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	if err := s.srv.Shutdown(ctx); err != nil {
 		return s.srv.Close()

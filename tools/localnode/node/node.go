@@ -204,7 +204,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, kube: kube, log: cfg.Logger.With("node", cfg.Name), workers: map[types.UID]*podWorker{}}
 	n.apiHost, n.apiPort = apiServerHostPort(cfg.RESTConfig.Host)
-	n.ctx, n.cancel = context.WithCancel(context.Background())
+	// The node runs until Stop, past ctx, which bounds only the start-up;
+	// its lifetime context keeps ctx's values but not its cancellation.
+	nodeCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n.ctx, n.cancel = nodeCtx, cancel
 	ok := false
 	defer func() {
 		if !ok {
@@ -236,21 +239,21 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	if err := n.register(ctx); err != nil {
-		_ = n.logServer.close()
+		_ = n.logServer.close(ctx)
 		return nil, err
 	}
 	if n.net != nil {
 		if n.svc, err = startServiceNet(ctx, n, n.net); err != nil {
-			_ = n.logServer.close()
+			_ = n.logServer.close(ctx)
 			return nil, err
 		}
-		if n.dns, err = startDNS(n.svc, n.net); err != nil {
-			_ = n.logServer.close()
+		if n.dns, err = startDNS(nodeCtx, n.svc, n.net); err != nil {
+			_ = n.logServer.close(ctx)
 			return nil, fmt.Errorf("localnode: cluster DNS: %w", err)
 		}
 	}
 	n.wg.Add(1)
-	go func() { defer n.wg.Done(); n.heartbeat() }()
+	go func() { defer n.wg.Done(); n.heartbeat(nodeCtx) }()
 
 	n.bindQueue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	n.boundFactory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -274,9 +277,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	boundInf := n.boundFactory.Core().V1().Pods()
 	unboundInf := n.unboundFactory.Core().V1().Pods()
 	n.bound, n.unbound = boundInf.Lister(), unboundInf.Lister()
+	// Pod workers live as long as the node (n.ctx), past ctx, which bounds
+	// only the start-up.
 	if _, err := boundInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { n.podChanged(obj) },
-		UpdateFunc: func(_, obj any) { n.podChanged(obj) },
+		AddFunc:    func(obj any) { n.podChanged(obj) },    //nolint:contextcheck // workers run under the node's lifetime n.ctx, not Start's ctx
+		UpdateFunc: func(_, obj any) { n.podChanged(obj) }, //nolint:contextcheck // workers run under the node's lifetime n.ctx, not Start's ctx
 		DeleteFunc: n.podDeleted,
 	}); err != nil {
 		return nil, fmt.Errorf("localnode: watch bound pods: %w", err)
@@ -296,12 +301,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
 	defer cancelSync()
 	if !cache.WaitForCacheSync(syncCtx.Done(), boundInf.Informer().HasSynced, unboundInf.Informer().HasSynced, nodeInf.Informer().HasSynced) {
-		_ = n.logServer.close()
+		_ = n.logServer.close(ctx)
 		return nil, errors.New("localnode: pod informers did not sync")
 	}
 	n.sweepOrphans()
 	n.wg.Add(1)
-	go func() { defer n.wg.Done(); n.runBinder() }()
+	go func() { defer n.wg.Done(); n.runBinder(nodeCtx) }()
 	ok = true
 	n.log.Info("node started", "kubeletPort", n.logServer.port)
 	return n, nil
@@ -342,7 +347,7 @@ func (n *Node) Stop() {
 	for _, w := range workers {
 		w.detach()
 	}
-	_ = n.logServer.close()
+	_ = n.logServer.close(n.ctx)
 	n.boundFactory.Shutdown()
 	n.unboundFactory.Shutdown()
 	n.nodeFactory.Shutdown()

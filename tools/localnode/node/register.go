@@ -182,24 +182,24 @@ func (n *Node) renewLease(ctx context.Context, owner *corev1.Node) error {
 }
 
 // heartbeat renews the Lease and periodically refreshes the Node status
-// until the node stops.
-func (n *Node) heartbeat() {
+// until ctx, the node's lifetime, ends.
+func (n *Node) heartbeat(ctx context.Context) {
 	leaseTick := time.NewTicker(n.cfg.LeaseRenewInterval)
 	defer leaseTick.Stop()
 	statusTick := time.NewTicker(statusReportInterval)
 	defer statusTick.Stop()
 	for {
 		select {
-		case <-n.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-leaseTick.C:
-			ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			if err := n.renewLease(ctx, nil); err != nil {
 				n.log.Warn("lease renewal failed", "err", err)
 			}
 			cancel()
 		case <-statusTick.C:
-			ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			obj, err := n.kube.CoreV1().Nodes().Get(ctx, n.cfg.Name, metav1.GetOptions{})
 			if err == nil {
 				err = n.writeNodeStatus(ctx, obj)

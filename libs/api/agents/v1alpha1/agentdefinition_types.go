@@ -530,7 +530,7 @@ func (s *AgentDefinitionSpec) ExecCommand() ([]string, error) {
 		Command json.RawMessage `json:"command"`
 	}
 	if err := json.Unmarshal(s.ToolConfig.Raw, &cfg); err != nil {
-		return nil, fmt.Errorf("%w: tool_config is not a JSON object: %v", ErrNoExecCommand, err)
+		return nil, fmt.Errorf("%w: tool_config is not a JSON object: %w", ErrNoExecCommand, err)
 	}
 	if len(cfg.Command) == 0 || string(cfg.Command) == "null" {
 		return nil, fmt.Errorf("%w: it is not set", ErrNoExecCommand)

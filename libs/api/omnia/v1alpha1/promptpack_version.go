@@ -51,21 +51,21 @@ func ParseVersion(s string) (Version, error) {
 	for i, dst := range []*uint64{&v.Major, &v.Minor, &v.Patch} {
 		n, err := parseCoreNumber(nums[i])
 		if err != nil {
-			return Version{}, fmt.Errorf("%w %q: %s", ErrInvalidVersion, s, err)
+			return Version{}, fmt.Errorf("%w %q: %w", ErrInvalidVersion, s, err)
 		}
 		*dst = n
 	}
 	if hasPre {
 		ids, err := splitIdentifiers(pre, true)
 		if err != nil {
-			return Version{}, fmt.Errorf("%w %q: prerelease: %s", ErrInvalidVersion, s, err)
+			return Version{}, fmt.Errorf("%w %q: prerelease: %w", ErrInvalidVersion, s, err)
 		}
 		v.Prerelease = ids
 	}
 	if hasBuild {
 		ids, err := splitIdentifiers(build, false)
 		if err != nil {
-			return Version{}, fmt.Errorf("%w %q: build metadata: %s", ErrInvalidVersion, s, err)
+			return Version{}, fmt.Errorf("%w %q: build metadata: %w", ErrInvalidVersion, s, err)
 		}
 		v.Build = ids
 	}

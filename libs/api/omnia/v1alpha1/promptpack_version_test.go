@@ -323,7 +323,8 @@ func FuzzParseVersion(f *testing.F) {
 		if again.String() != va.String() || !slices.Equal(again.Build, va.Build) || !again.Equal(va) {
 			t.Fatalf("%q: round trip %q -> %q", a, va.String(), again.String())
 		}
-		if va.Compare(va) != 0 || !VersionsEqual(a, va.String()) {
+		same := va // a copy, so Compare is checked against an equal value, not only itself
+		if va.Compare(same) != 0 || !VersionsEqual(a, va.String()) {
 			t.Fatalf("%q: not equal to itself", a)
 		}
 		if va.IsPrerelease() != (va.Channel() == ChannelPrerelease) {

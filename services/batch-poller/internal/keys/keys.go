@@ -69,7 +69,8 @@ func (s *Source) Synced() bool { return s.synced() }
 
 // Key returns the value of key keyName in namespace's agent-secrets. A
 // missing Secret or key is FailedPrecondition naming both, never a value.
-func (s *Source) Key(namespace, keyName string) (string, error) {
+// ctx bounds the live read that confirms a cache miss.
+func (s *Source) Key(ctx context.Context, namespace, keyName string) (string, error) {
 	if !s.synced() {
 		return "", status.Error(codes.Unavailable, "API keys not loaded yet: the agent-secrets cache has not synced")
 	}
@@ -77,7 +78,7 @@ func (s *Source) Key(namespace, keyName string) (string, error) {
 	if apierrors.IsNotFound(err) || err == nil && len(sec.Data[keyName]) == 0 {
 		// A Secret created or filled a moment ago may not have reached the
 		// cache yet: confirm a miss with one live read before refusing.
-		sec, err = s.live(namespace)
+		sec, err = s.live(ctx, namespace)
 	}
 	if apierrors.IsNotFound(err) {
 		return "", status.Errorf(codes.FailedPrecondition,
@@ -95,8 +96,8 @@ func (s *Source) Key(namespace, keyName string) (string, error) {
 	return string(v), nil
 }
 
-func (s *Source) live(namespace string) (*corev1.Secret, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func (s *Source) live(ctx context.Context, namespace string) (*corev1.Secret, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return s.kube.CoreV1().Secrets(namespace).Get(ctx, agentsv1alpha1.AgentSecretsName, metav1.GetOptions{})
 }
@@ -106,7 +107,7 @@ func (s *Source) live(namespace string) (*corev1.Secret, error) {
 type Static map[string]map[string]string
 
 // Key implements the same contract as Source.Key.
-func (s Static) Key(namespace, keyName string) (string, error) {
+func (s Static) Key(_ context.Context, namespace, keyName string) (string, error) {
 	ns, ok := s[namespace]
 	if !ok {
 		return "", status.Errorf(codes.FailedPrecondition, "namespace %q has no Secret %q", namespace, agentsv1alpha1.AgentSecretsName)

@@ -63,7 +63,7 @@ func TestSourceReadsAgentSecretsOfEachNamespace(t *testing.T) {
 	if !src.WaitForSync(ctx, 30*time.Second) {
 		t.Fatal("cache never synced")
 	}
-	eventually(t, func() error { _, err := src.Key(withKey, "MY_KEY"); return err })
+	eventually(t, func() error { _, err := src.Key(ctx, withKey, "MY_KEY"); return err })
 	cases := []struct {
 		name, ns, key string
 		want          string
@@ -77,7 +77,7 @@ func TestSourceReadsAgentSecretsOfEachNamespace(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := src.Key(tc.ns, tc.key)
+			got, err := src.Key(ctx, tc.ns, tc.key)
 			if status.Code(err) != tc.code || got != tc.want {
 				t.Fatalf("Key = %q, %v; want %q, %v", got, err, tc.want, tc.code)
 			}
@@ -100,7 +100,7 @@ func TestSourceReadsAgentSecretsOfEachNamespace(t *testing.T) {
 		if _, err := env.Kube.CoreV1().Secrets(fresh).Create(ctx, secret(fresh, "agent-secrets", map[string]string{"GEMINI_API_KEY": "sk-fresh"}), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := src.Key(fresh, "GEMINI_API_KEY"); err != nil || got != "sk-fresh" {
+		if got, err := src.Key(ctx, fresh, "GEMINI_API_KEY"); err != nil || got != "sk-fresh" {
 			t.Errorf("Key right after create = %q, %v", got, err)
 		}
 	})
@@ -109,7 +109,7 @@ func TestSourceReadsAgentSecretsOfEachNamespace(t *testing.T) {
 		if _, err := env.Kube.CoreV1().Secrets(noKey).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, func() error { _, err := src.Key(noKey, "OPENAI_API_KEY"); return err })
+		eventually(t, func() error { _, err := src.Key(ctx, noKey, "OPENAI_API_KEY"); return err })
 	})
 }
 

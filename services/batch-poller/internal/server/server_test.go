@@ -78,8 +78,8 @@ func startStack(t *testing.T, secretData map[string]string) *stack {
 	if secretData != nil {
 		// The informer sees the Secret a moment after it was created.
 		deadline := time.Now().Add(10 * time.Second)
-		for _, err := s.src.Key(s.ns, "ANTHROPIC_API_KEY"); err != nil && status.Code(err) == codes.FailedPrecondition &&
-			strings.Contains(err.Error(), "has no Secret") && time.Now().Before(deadline); _, err = s.src.Key(s.ns, "ANTHROPIC_API_KEY") {
+		for _, err := s.src.Key(ctx, s.ns, "ANTHROPIC_API_KEY"); err != nil && status.Code(err) == codes.FailedPrecondition &&
+			strings.Contains(err.Error(), "has no Secret") && time.Now().Before(deadline); _, err = s.src.Key(ctx, s.ns, "ANTHROPIC_API_KEY") {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}

@@ -21,9 +21,9 @@ import (
 
 // Keys resolves the API key of a run: namespace's agent-secrets, key
 // keyName. Errors are meant for the caller as they are (they name the
-// Secret and key, never the value).
+// Secret and key, never the value). ctx bounds any API read it makes.
 type Keys interface {
-	Key(namespace, keyName string) (string, error)
+	Key(ctx context.Context, namespace, keyName string) (string, error)
 }
 
 // Options tune a Tracker.
@@ -120,12 +120,12 @@ func New(adapters []vendor.Adapter, keys Keys, opts Options) *Tracker {
 func entryKey(p batchv1.Provider, id string) string { return vendor.ProviderName(p) + "/" + id }
 
 // apiKey resolves the run's key for provider p.
-func (t *Tracker) apiKey(run Run, p batchv1.Provider) (string, error) {
+func (t *Tracker) apiKey(ctx context.Context, run Run, p batchv1.Provider) (string, error) {
 	name := run.APIKeyKey
 	if name == "" && t.keyName != nil {
 		name = t.keyName(p)
 	}
-	return t.keys.Key(run.Namespace, name)
+	return t.keys.Key(ctx, run.Namespace, name)
 }
 
 func (t *Tracker) adapter(p batchv1.Provider) (vendor.Adapter, error) {
@@ -222,7 +222,7 @@ func (t *Tracker) maybePoll(ctx context.Context, e *entry) error {
 		}
 		e.lastStart = now
 		e.mu.Unlock()
-		return nil, t.pollVendor(e)
+		return nil, t.pollVendor(context.WithoutCancel(ctx), e)
 	})
 	select {
 	case r := <-ch:
@@ -232,15 +232,16 @@ func (t *Tracker) maybePoll(ctx context.Context, e *entry) error {
 	}
 }
 
-// pollVendor does one vendor read of e and records it.
-func (t *Tracker) pollVendor(e *entry) error {
-	ctx, cancel := context.WithTimeout(context.Background(), t.callTimeout)
+// pollVendor does one vendor read of e and records it, bounded by the
+// call timeout; ctx is not cancelled with any one caller (see maybePoll).
+func (t *Tracker) pollVendor(ctx context.Context, e *entry) error {
+	ctx, cancel := context.WithTimeout(ctx, t.callTimeout)
 	defer cancel()
 	a, err := t.adapter(e.ref.Provider)
 	if err != nil {
 		return err
 	}
-	key, err := t.apiKey(e.ref.Run, e.ref.Provider)
+	key, err := t.apiKey(ctx, e.ref.Run, e.ref.Provider)
 	if err != nil {
 		t.recordErr(e, err)
 		return err
@@ -368,7 +369,7 @@ func (t *Tracker) Submit(ctx context.Context, s Submission) (string, batchv1.Pro
 		if err != nil {
 			return nil, err
 		}
-		key, err := t.apiKey(s.Run, p)
+		key, err := t.apiKey(ctx, s.Run, p)
 		if err != nil {
 			return nil, err
 		}
@@ -406,7 +407,7 @@ func (t *Tracker) Cancel(ctx context.Context, ref Ref) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
-	key, err := t.apiKey(ref.Run, ref.Provider)
+	key, err := t.apiKey(ctx, ref.Run, ref.Provider)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -429,7 +430,7 @@ func (t *Tracker) Delete(ctx context.Context, ref Ref) error {
 	if err != nil {
 		return err
 	}
-	key, err := t.apiKey(ref.Run, ref.Provider)
+	key, err := t.apiKey(ctx, ref.Run, ref.Provider)
 	if err != nil {
 		return err
 	}

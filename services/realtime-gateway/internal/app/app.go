@@ -161,13 +161,14 @@ func (a *App) readiness() error {
 }
 
 // Listen opens the gRPC listener and starts the HTTP server, so a port
-// already taken fails the process at start.
-func (a *App) Listen() error {
+// already taken fails the process at start. ctx bounds the HTTP server's
+// shutdown when the gRPC port is taken.
+func (a *App) Listen(ctx context.Context) error {
 	if err := a.http.Start(a.cfg.Options); err != nil {
 		return err
 	}
 	if err := a.grpc.Listen(a.cfg.GRPCBindAddress); err != nil {
-		a.http.Shutdown(context.Background())
+		a.http.Shutdown(ctx)
 		return err
 	}
 	return nil

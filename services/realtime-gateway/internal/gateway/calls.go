@@ -17,7 +17,7 @@ import (
 // Close ends the Agent's session and records its last session id.
 func (s *Server) Close(ctx context.Context, req *realtimev1.CloseRequest) (resp *realtimev1.CloseResponse, err error) {
 	began := time.Now()
-	defer func() { s.logCall("close", req.GetAgent(), began, err) }()
+	defer func() { s.logCall(ctx, "close", req.GetAgent(), began, err) }()
 	c, err := s.admit(ctx, req.GetAgent(), auth.VerbCreate, nil)
 	if err != nil {
 		return nil, err
@@ -35,7 +35,7 @@ func (s *Server) Close(ctx context.Context, req *realtimev1.CloseRequest) (resp 
 // error here: its session is CLOSED with the id its status holds.
 func (s *Server) GetSession(ctx context.Context, req *realtimev1.GetSessionRequest) (resp *realtimev1.GetSessionResponse, err error) {
 	began := time.Now()
-	defer func() { s.logCall("get-session", req.GetAgent(), began, err) }()
+	defer func() { s.logCall(ctx, "get-session", req.GetAgent(), began, err) }()
 	u, err := s.d.Authn.Authenticate(ctx)
 	if err != nil {
 		return nil, err
@@ -68,11 +68,11 @@ func (s *Server) GetSession(ctx context.Context, req *realtimev1.GetSessionReque
 
 // logCall logs one finished call: who asked is known to the access
 // review; here the Agent, the outcome and the time, never a token.
-func (s *Server) logCall(method string, ref *realtimev1.AgentRef, began time.Time, err error) {
+func (s *Server) logCall(ctx context.Context, method string, ref *realtimev1.AgentRef, began time.Time, err error) {
 	lvl := slog.LevelInfo
 	if c := status.Code(err); c == codes.Internal || c == codes.Unknown {
 		lvl = slog.LevelError
 	}
-	s.d.Log.Log(context.Background(), lvl, "call", "method", method,
+	s.d.Log.Log(ctx, lvl, "call", "method", method,
 		"agent", ref.GetNamespace()+"/"+ref.GetName(), "code", status.Code(err).String(), "ms", time.Since(began).Milliseconds())
 }

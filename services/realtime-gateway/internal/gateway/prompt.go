@@ -24,7 +24,7 @@ func (s *Server) Prompt(req *realtimev1.PromptRequest, stream grpc.ServerStreami
 	defer func() {
 		s.d.Metrics.SessionsActive.Dec()
 		s.d.Metrics.PromptsTotal.WithLabelValues(status.Code(err).String()).Inc()
-		s.logCall("prompt", req.GetAgent(), began, err)
+		s.logCall(stream.Context(), "prompt", req.GetAgent(), began, err)
 	}()
 	ctx := stream.Context()
 	c, err := s.admit(ctx, req.GetAgent(), auth.VerbCreate, validate.Text(req.GetText()))

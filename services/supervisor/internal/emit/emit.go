@@ -171,6 +171,8 @@ func (e *Emitter) Event(ev *eventsv1.RunEvent) {
 
 // Deliver passes an already stamped event to the sinks and NATS without
 // echoing it; it never blocks.
+//
+//nolint:contextcheck // Set.Deliver only queues and ignores its ctx (the Sink signature has one), so callers have no context to pass
 func (e *Emitter) Deliver(ev *eventsv1.RunEvent) {
 	_ = e.set.Deliver(context.Background(), ev) // drops are counted by the Set
 	if e.pub != nil {

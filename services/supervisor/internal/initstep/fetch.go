@@ -105,7 +105,8 @@ func get(ctx context.Context, base, name string, header http.Header, fn func(io.
 
 // scrub drops the url from a *url.Error, whose text repeats it in full.
 func scrub(err error) error {
-	if ue, ok := err.(*url.Error); ok {
+	var ue *url.Error
+	if errors.As(err, &ue) {
 		return ue.Err
 	}
 	return err

@@ -101,7 +101,9 @@ func Main(ctx context.Context, opts Options) int {
 	if err := emit.WriteStarted(filepath.Join(opts.AgentDir, emit.StartedFile), started); err != nil {
 		log.Warn("the run's deadline will count from the agent container's start", "err", err)
 	}
-	if err := em.Close(emitFlush, seqFile); err != nil {
+	// The flush runs even when ctx is cancelled (SIGTERM): the events say
+	// how init ended. emitFlush bounds it instead.
+	if err := em.Close(emitFlush, seqFile); err != nil { //nolint:contextcheck // must outlive ctx to flush the final events; bounded by emitFlush
 		log.Warn("not every init event was delivered", "err", err)
 	}
 	if f != nil {

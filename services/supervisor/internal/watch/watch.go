@@ -81,8 +81,10 @@ func Collect(workspace string, e Entry) (*eventsv1.FileEvent, error) {
 		return fe, nil
 	}
 	if err != nil {
+		// Not a failure of Collect: the event still goes out, its reason
+		// telling the consumer the file could not be read.
 		fe.Reason = ReasonUnreadable
-		return fe, nil
+		return fe, nil //nolint:nilerr // the error is reported as the event's reason
 	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {

@@ -58,7 +58,8 @@ func run(args []string) error {
 	defer stop()
 	go func() {
 		<-ctx.Done()
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Shutdown runs once ctx is cancelled: keep its values only.
+		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shut)
 	}()

@@ -115,7 +115,7 @@ func waitHealthy(ctx context.Context, p *process, timeout time.Duration, check f
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s not healthy after %s: %v (log: %s)", p.Name, timeout, last, p.Log)
+			return fmt.Errorf("%s not healthy after %s: %w (log: %s)", p.Name, timeout, last, p.Log)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -160,7 +160,7 @@ func checkPortFree(host string, port int, what string) error {
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("port %d on %s (for %s) is taken: %v; stop what holds it or pick another port", port, host, what, err)
+		return fmt.Errorf("port %d on %s (for %s) is taken: %w; stop what holds it or pick another port", port, host, what, err)
 	}
 	return l.Close()
 }
