@@ -60,8 +60,9 @@ test: kube-binaries images ## Run unit and integration tests against a real cont
 
 # The race detector is on for every test: most packages run goroutines (a
 # controller's workers, informers, the supervisor's streams). TEST_FLAGS=
-# turns it off for a quicker local run.
-TEST_FLAGS ?= -race
+# turns it off for a quicker local run. Suites that build binaries in
+# TestMain can pass go test's default 10 min on a cold, loaded machine.
+TEST_FLAGS ?= -race -timeout 30m
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane (hack/unit-packages.sh picks them), in about a minute.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,16 +53,26 @@ func helmConfig(t *testing.T) *action.Configuration {
 	settings.SetNamespace(releaseNS)
 	cfg := new(action.Configuration)
 	// Helm logs every readiness poll; keep only the last lines, for a
-	// failure's diagnosis.
-	var lines []string
+	// failure's diagnosis. Helm calls the log function from concurrent
+	// goroutines (it deletes resources in parallel), so lines is guarded.
+	var (
+		mu    sync.Mutex
+		lines []string
+	)
 	logf := func(format string, v ...any) {
-		if lines = append(lines, fmt.Sprintf(format, v...)); len(lines) > 20 {
+		line := fmt.Sprintf(format, v...)
+		mu.Lock()
+		defer mu.Unlock()
+		if lines = append(lines, line); len(lines) > 20 {
 			lines = lines[1:]
 		}
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("helm's last lines:\n%s", strings.Join(lines, "\n"))
+			mu.Lock()
+			last := strings.Join(lines, "\n")
+			mu.Unlock()
+			t.Logf("helm's last lines:\n%s", last)
 			dumpPods(t, releaseNS)
 		}
 	})
