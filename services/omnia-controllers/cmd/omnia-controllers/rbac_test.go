@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -64,34 +62,16 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 		UserName: "system:serviceaccount:" + sysNS + ":omnia-controllers",
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + sysNS, "system:authenticated"},
 	}
-	cfg, err := parseConfig([]string{
-		"--metrics-bind-address=" + freeAddr(t), "--health-probe-bind-address=" + freeAddr(t),
-		"--leader-election-namespace=" + sysNS, "--leader-election-id=omnia-rbac-test", "--shutdown-timeout=5s",
-		"--provider-credential-probe=false",
-	}, func(string) string { return "" }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.repeatedInProcess = true
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, asSA) }()
+	cfg, ctx, cancel, done := startRun(t, asSA,
+		"--leader-election-namespace="+sysNS, "--leader-election-id=omnia-rbac-test", "--shutdown-timeout=5s",
+		"--provider-credential-probe=false")
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("run: %v", err)
 		}
 	}()
-	eventually(t, "readyz as the ServiceAccount (every cache synced)", func() error {
-		code, body, err := httpGet("http://" + cfg.HealthProbeBindAddress + "/readyz")
-		if err != nil {
-			return err
-		}
-		if code != http.StatusOK {
-			return fmt.Errorf("%d %s", code, body)
-		}
-		return nil
-	})
+	eventually(t, "readyz as the ServiceAccount (every cache synced)", answersOK("http://"+cfg.HealthProbeBindAddress+"/readyz"))
 
 	ns := env.Namespace(t)
 	pack := `{"id":"support","name":"Support","version":"1.0.0","template_engine":{"version":"v1","syntax":"{{v}}"},` +

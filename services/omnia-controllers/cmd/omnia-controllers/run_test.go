@@ -14,9 +14,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
 )
 
 var env *testenv.Env
@@ -49,41 +51,27 @@ func httpGet(url string) (int, string, error) {
 	return resp.StatusCode, string(b), err
 }
 
-func eventually(t *testing.T, what string, cond func() error) {
+// startRun runs the binary's run against rc in the background, as the
+// binary would with args and free metrics and probe addresses, until
+// cancel is called; done then receives run's result.
+func startRun(t *testing.T, rc *rest.Config, args ...string) (*config, context.Context, context.CancelFunc, <-chan error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// TestRunWiring starts the whole binary's manager: it takes the Lease under
-// the pod's name, serves /readyz and /metrics (with the build info), reconciles, and on cancellation (SIGTERM)
-// stops cleanly and releases the Lease for a standby.
-func TestRunWiring(t *testing.T) {
-	ns := env.Namespace(t)
-	cfg, err := parseConfig([]string{
-		"--metrics-bind-address=" + freeAddr(t), "--health-probe-bind-address=" + freeAddr(t),
-		"--leader-election-namespace=" + ns, "--leader-election-id=omnia-test", "--shutdown-timeout=5s", "--pod-name=omnia-pod-1",
-	}, func(string) string { return "" }, io.Discard)
+	args = append([]string{"--metrics-bind-address=" + freeAddr(t), "--health-probe-bind-address=" + freeAddr(t)}, args...)
+	cfg, err := parseConfig(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.repeatedInProcess = true
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, env.Config) }()
-	defer cancel()
+	go func() { done <- run(ctx, cfg, rc) }()
+	return cfg, ctx, cancel, done
+}
 
-	eventually(t, "readyz", func() error {
-		code, body, err := httpGet("http://" + cfg.HealthProbeBindAddress + "/readyz")
+// answersOK is a condition for eventually: a GET of url answers 200.
+func answersOK(url string) func() error {
+	return func() error {
+		code, body, err := httpGet(url)
 		if err != nil {
 			return err
 		}
@@ -91,7 +79,29 @@ func TestRunWiring(t *testing.T) {
 			return fmt.Errorf("%d %s", code, body)
 		}
 		return nil
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	ctrltest.Eventually(t, 30*time.Second, func() error {
+		if err := cond(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
 	})
+}
+
+// TestRunWiring starts the whole binary's manager: it takes the Lease under
+// the pod's name, serves /readyz and /metrics (with the build info), reconciles, and on cancellation (SIGTERM)
+// stops cleanly and releases the Lease for a standby.
+func TestRunWiring(t *testing.T) {
+	ns := env.Namespace(t)
+	cfg, ctx, cancel, done := startRun(t, env.Config,
+		"--leader-election-namespace="+ns, "--leader-election-id=omnia-test", "--shutdown-timeout=5s", "--pod-name=omnia-pod-1")
+	defer cancel()
+
+	eventually(t, "readyz", answersOK("http://"+cfg.HealthProbeBindAddress+"/readyz"))
 	p := &omniav1.PromptPack{ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: ns}, Spec: omniav1.PromptPackSpec{PackName: "dev", Version: "0.1.0",
 		Source: omniav1.PromptPackSource{Type: omniav1.SourceTypeLive, Live: &omniav1.LivePromptSource{URL: "http://127.0.0.1:1/pack.json"}}}}
 	if err := env.Client.Create(ctx, p); err != nil {

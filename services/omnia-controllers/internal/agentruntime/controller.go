@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -56,11 +55,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.setFinalizer(ctx, a, true); err != nil {
 		return reconcile.Result{}, err
 	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	s, err := r.snapshot(ctx, a, metav1.NewTime(now().Truncate(time.Second)))
+	s, err := r.snapshot(ctx, a, kubeutil.PassTime(r.Now))
 	if err != nil {
 		return reconcile.Result{}, err
 	}

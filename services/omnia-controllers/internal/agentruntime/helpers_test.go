@@ -8,11 +8,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
@@ -38,11 +38,26 @@ func startAll(t *testing.T) *ctrltest.Counter {
 // startAllWith is startAll with the given operator configuration.
 func startAllWith(t *testing.T, cfg Config) *ctrltest.Counter {
 	t.Helper()
+	counter := &ctrltest.Counter{}
+	startStack(t, func(_ ctrl.Manager, r *Reconciler) reconcile.Reconciler {
+		r.Config = cfg
+		counter.Inner = r
+		return counter
+	})
+	return counter
+}
+
+// startStack runs the PromptPack, Provider and AgentRuntime controllers
+// together, as the binary does; every start helper of these tests is one
+// wiring of it. The AgentRuntime reconciler has the manager's client and
+// an event recorder, and testConfig; wire, when not nil, changes it and
+// returns what SetupWithManager calls in its place (nil: the reconciler).
+func startStack(t *testing.T, wire func(mgr ctrl.Manager, r *Reconciler) reconcile.Reconciler) {
+	t.Helper()
 	v, err := promptpack.NewSchemaValidator()
 	if err != nil {
 		t.Fatal(err)
 	}
-	counter := &ctrltest.Counter{}
 	ctrltest.StartManager(t, env,
 		func(mgr ctrl.Manager) error {
 			return (&promptpack.Reconciler{Client: mgr.GetClient(), Validator: v}).SetupWithManager(mgr, nil)
@@ -51,11 +66,13 @@ func startAllWith(t *testing.T, cfg Config) *ctrltest.Counter {
 			return (&provider.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, nil)
 		},
 		func(mgr ctrl.Manager) error {
-			r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("agentruntime-controller"), Config: cfg}
-			counter.Inner = r
-			return r.SetupWithManager(mgr, counter)
+			r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("agentruntime-controller"), Config: testConfig}
+			var rec reconcile.Reconciler
+			if wire != nil {
+				rec = wire(mgr, r)
+			}
+			return r.SetupWithManager(mgr, rec)
 		})
-	return counter
 }
 
 // mustCreate creates objs through the API server or fails the test.
@@ -110,11 +127,7 @@ func agentIs(ns, name string, phase omniav1.AgentRuntimePhase, condType, reason 
 		if err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(a.Status.Conditions, condType)
-		if a.Status.Phase != phase || c == nil || c.Reason != reason {
-			return fmt.Errorf("phase %q %s=%+v; want %q %s", a.Status.Phase, condType, c, phase, reason)
-		}
-		return nil
+		return ctrltest.PhaseReason(a.Status.Phase, a.Status.Conditions, phase, condType, reason)
 	}
 }
 
@@ -136,6 +149,18 @@ func pods(t *testing.T, ns, agent string) []corev1.Pod {
 	return ps.Items
 }
 
+// setPodReady writes into p the status a kubelet reports once the
+// pod's containers pass the readiness probe.
+func setPodReady(p *corev1.Pod, now metav1.Time) {
+	p.Status.Phase = corev1.PodRunning
+	p.Status.PodIP, p.Status.HostIP = "127.0.0.1", "127.0.0.1"
+	p.Status.StartTime = &now
+	p.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+	}
+}
+
 // markPodsReady plays the kubelet: no kubelet runs in this control plane
 // yet (tools/localnode will), so the test writes the agent pods' status
 // through the API as a kubelet would once their containers pass the
@@ -151,13 +176,7 @@ func markPodsReady(t *testing.T, ns, agent string) {
 		now := metav1.Now()
 		for i := range ps {
 			p := &ps[i]
-			p.Status.Phase = corev1.PodRunning
-			p.Status.PodIP, p.Status.HostIP = "127.0.0.1", "127.0.0.1"
-			p.Status.StartTime = &now
-			p.Status.Conditions = []corev1.PodCondition{
-				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			}
+			setPodReady(p, now)
 			if err := env.Client.Status().Update(context.Background(), p); err != nil {
 				return err
 			}

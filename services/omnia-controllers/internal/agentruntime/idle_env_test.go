@@ -21,8 +21,6 @@ import (
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
-	"github.com/agentplane/agentplane/services/omnia-controllers/internal/promptpack"
-	"github.com/agentplane/agentplane/services/omnia-controllers/internal/provider"
 )
 
 // testClock is the controller's clock in timer tests: it moves only when
@@ -109,26 +107,15 @@ func (r *results) requeueIs(ns, name string, want time.Duration) func() error {
 // and any other change mut makes to the AgentRuntime reconciler.
 func startTimed(t *testing.T, clock *testClock, mut func(*Reconciler)) *results {
 	t.Helper()
-	v, err := promptpack.NewSchemaValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := &results{}
-	ctrltest.StartManager(t, env,
-		func(mgr ctrl.Manager) error {
-			return (&promptpack.Reconciler{Client: mgr.GetClient(), Validator: v}).SetupWithManager(mgr, nil)
-		},
-		func(mgr ctrl.Manager) error {
-			return (&provider.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, nil)
-		},
-		func(mgr ctrl.Manager) error {
-			r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("agentruntime-controller"), Config: testConfig, Now: clock.Now}
-			if mut != nil {
-				mut(r)
-			}
-			out.inner = r
-			return r.SetupWithManager(mgr, out)
-		})
+	startStack(t, func(_ ctrl.Manager, r *Reconciler) reconcile.Reconciler {
+		r.Now = clock.Now
+		if mut != nil {
+			mut(r)
+		}
+		out.inner = r
+		return out
+	})
 	return out
 }
 
@@ -225,6 +212,26 @@ func idleAgent(t *testing.T, ns string, clock *testClock, mut func(*omniav1.Agen
 	reportActivity(t, ns, "agent", 0, clock.Now())
 }
 
+// startIdle runs the controllers on a test clock and creates an idleAgent
+// (mut, when not nil, changes it) in a fresh namespace.
+func startIdle(t *testing.T, mut func(*omniav1.AgentRuntime)) (string, *testClock, *results) {
+	t.Helper()
+	ns, clock := env.Namespace(t), newTestClock()
+	res := startTimed(t, clock, nil)
+	idleAgent(t, ns, clock, mut)
+	return ns, clock, res
+}
+
+// requestWake moves the clock an hour on and sets the wake annotation to
+// that time, as a client waking a reaped agent does.
+func requestWake(t *testing.T, ns string, clock *testClock) {
+	t.Helper()
+	clock.Set(clock.Now().Add(time.Hour))
+	update(t, &omniav1.AgentRuntime{}, ns, "agent", func(o client.Object) {
+		o.SetAnnotations(map[string]string{omniav1.AnnotationWakeRequestedAt: clock.Now().Format(time.RFC3339)})
+	})
+}
+
 // reap moves the clock past the deadline of an idleAgent and waits until
 // the agent is held at zero.
 func reap(t *testing.T, ns string, clock *testClock, res *results) {
@@ -239,18 +246,13 @@ func reap(t *testing.T, ns string, clock *testClock, res *results) {
 // TestIdleRequeueIsTimeLeft: before the deadline the only timer is the
 // time left to it, counted from the last session activity.
 func TestIdleRequeueIsTimeLeft(t *testing.T) {
-	ns := env.Namespace(t)
-	clock := newTestClock()
-	res := startTimed(t, clock, nil)
-	idleAgent(t, ns, clock, nil)
+	ns, clock, res := startIdle(t, nil)
 	ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", 10*time.Minute))
 	clock.Set(clock.Now().Add(3 * time.Minute))
 	poke(t, ns, "agent")
 	ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", 7*time.Minute))
 	ctrltest.Eventually(t, wait, idleIs(ns, "agent", metav1.ConditionFalse, omniav1.ReasonActive))
-	if err := replicasAre(ns, "agent", 1)(); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Holds(t, replicasAre(ns, "agent", 1))
 }
 
 // TestIdleScalesToZeroAfterDeadline: past the deadline idleAction
@@ -259,11 +261,8 @@ func TestIdleRequeueIsTimeLeft(t *testing.T) {
 // (while its last pods still count as ready), IdleReaped is recorded, and
 // nothing is requeued while it sleeps.
 func TestIdleScalesToZeroAfterDeadline(t *testing.T) {
-	ns := env.Namespace(t)
+	ns, clock, res := startIdle(t, nil)
 	ctx := context.Background()
-	clock := newTestClock()
-	res := startTimed(t, clock, nil)
-	idleAgent(t, ns, clock, nil)
 	markPodsReady(t, ns, "agent")
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhaseRunning, omniav1.ConditionReady, omniav1.ReasonRuntimeReady))
 	// Watch every version written from now on, not just the latest.
@@ -307,24 +306,13 @@ func TestIdleScalesToZeroAfterDeadline(t *testing.T) {
 	// Hours later, with nothing changed, the agent still sleeps.
 	clock.Set(clock.Now().Add(48 * time.Hour))
 	res.pokeAndWait(t, ns, "agent")
-	if err := res.requeueIs(ns, "agent", 0)(); err != nil {
-		t.Fatal(err)
-	}
-	if err := replicasAre(ns, "agent", 0)(); err != nil {
-		t.Fatal(err)
-	}
-	if err := idleIs(ns, "agent", metav1.ConditionTrue, omniav1.ReasonIdleTimeoutExceeded)(); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Holds(t, res.requeueIs(ns, "agent", 0), replicasAre(ns, "agent", 0), idleIs(ns, "agent", metav1.ConditionTrue, omniav1.ReasonIdleTimeoutExceeded))
 }
 
 // TestIdleActiveSessionsKeepAgentUp: while the runtime reports open
 // sessions there is no deadline, however long ago the last activity was.
 func TestIdleActiveSessionsKeepAgentUp(t *testing.T) {
-	ns := env.Namespace(t)
-	clock := newTestClock()
-	res := startTimed(t, clock, nil)
-	idleAgent(t, ns, clock, nil)
+	ns, clock, res := startIdle(t, nil)
 	reportActivity(t, ns, "agent", 2, clock.Now())
 	clock.Set(clock.Now().Add(time.Hour))
 	poke(t, ns, "agent")
@@ -339,24 +327,16 @@ func TestIdleActiveSessionsKeepAgentUp(t *testing.T) {
 		return nil
 	})
 	ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", 0))
-	if err := replicasAre(ns, "agent", 1)(); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Holds(t, replicasAre(ns, "agent", 1))
 }
 
 // TestIdleWakeByAnnotation: setting the wake annotation on a reaped agent
 // restores its replicas with Idle=False/WakeRequested and restarts the
 // deadline from the wake.
 func TestIdleWakeByAnnotation(t *testing.T) {
-	ns := env.Namespace(t)
-	clock := newTestClock()
-	res := startTimed(t, clock, nil)
-	idleAgent(t, ns, clock, func(a *omniav1.AgentRuntime) { a.Spec.Runtime = &omniav1.RuntimeConfig{Replicas: ptr(int32(2))} })
+	ns, clock, res := startIdle(t, func(a *omniav1.AgentRuntime) { a.Spec.Runtime = &omniav1.RuntimeConfig{Replicas: ptr(int32(2))} })
 	reap(t, ns, clock, res)
-	clock.Set(clock.Now().Add(time.Hour))
-	update(t, &omniav1.AgentRuntime{}, ns, "agent", func(o client.Object) {
-		o.SetAnnotations(map[string]string{omniav1.AnnotationWakeRequestedAt: clock.Now().Format(time.RFC3339)})
-	})
+	requestWake(t, ns, clock)
 	ctrltest.Eventually(t, wait, idleIs(ns, "agent", metav1.ConditionFalse, omniav1.ReasonWakeRequested))
 	ctrltest.Eventually(t, wait, replicasAre(ns, "agent", 2))
 	ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", 10*time.Minute))
@@ -365,20 +345,12 @@ func TestIdleWakeByAnnotation(t *testing.T) {
 	reap(t, ns, clock, res)
 	clock.Set(clock.Now().Add(time.Minute))
 	res.pokeAndWait(t, ns, "agent")
-	if err := res.requeueIs(ns, "agent", 0)(); err != nil {
-		t.Fatal(err)
-	}
-	if err := replicasAre(ns, "agent", 0)(); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Holds(t, res.requeueIs(ns, "agent", 0), replicasAre(ns, "agent", 0))
 }
 
 // TestIdleWakeBySpecEdit: a spec change wakes a reaped agent.
 func TestIdleWakeBySpecEdit(t *testing.T) {
-	ns := env.Namespace(t)
-	clock := newTestClock()
-	res := startTimed(t, clock, nil)
-	idleAgent(t, ns, clock, nil)
+	ns, clock, res := startIdle(t, nil)
 	reap(t, ns, clock, res)
 	update(t, &omniav1.AgentRuntime{}, ns, "agent", func(o client.Object) {
 		o.(*omniav1.AgentRuntime).Spec.IdleTimeout = &metav1.Duration{Duration: 20 * time.Minute}
@@ -391,10 +363,7 @@ func TestIdleWakeBySpecEdit(t *testing.T) {
 // TestIdleDeleteActionRemovesAgent: past the deadline idleAction delete
 // deletes the AgentRuntime (the finalizer is released by the next pass).
 func TestIdleDeleteActionRemovesAgent(t *testing.T) {
-	ns := env.Namespace(t)
-	clock := newTestClock()
-	startTimed(t, clock, nil)
-	idleAgent(t, ns, clock, func(a *omniav1.AgentRuntime) { a.Spec.IdleAction = omniav1.IdleDelete })
+	ns, clock, _ := startIdle(t, func(a *omniav1.AgentRuntime) { a.Spec.IdleAction = omniav1.IdleDelete })
 	clock.Set(clock.Now().Add(10 * time.Minute))
 	poke(t, ns, "agent")
 	ctrltest.Eventually(t, wait, func() error {
@@ -433,10 +402,7 @@ func TestIdleWakeUnderWorkspaceHPA(t *testing.T) {
 	reportActivity(t, ns, "agent", 0, clock.Now())
 	reap(t, ns, clock, res)
 
-	clock.Set(clock.Now().Add(time.Hour))
-	update(t, &omniav1.AgentRuntime{}, ns, "agent", func(o client.Object) {
-		o.SetAnnotations(map[string]string{omniav1.AnnotationWakeRequestedAt: clock.Now().Format(time.RFC3339)})
-	})
+	requestWake(t, ns, clock)
 	ctrltest.Eventually(t, wait, idleIs(ns, "agent", metav1.ConditionFalse, omniav1.ReasonWakeRequested))
 	ctrltest.Eventually(t, wait, replicasAre(ns, "agent", 2))
 }

@@ -31,15 +31,7 @@ func TestBuildGuards(t *testing.T) {
 	ctx := context.Background()
 	c := ctrltest.StartManager(t, env)
 	r := &Reconciler{Client: c, Config: testConfig}
-	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm, pack)
-	setPackPhase(t, pack, omniav1.PromptPackPhaseActive)
-	prov := mockProvider(ns, "llm")
-	mustCreate(t, prov)
-	prov.Status.Phase = omniav1.ProviderPhaseReady
-	if err := env.Client.Status().Update(ctx, prov); err != nil {
-		t.Fatal(err)
-	}
+	readyInputs(t, ns)
 	mustCreate(t,
 		newAgent(ns, "langchain", func(a *omniav1.AgentRuntime) {
 			a.Spec.Framework = &omniav1.FrameworkConfig{Type: omniav1.FrameworkLangChain}

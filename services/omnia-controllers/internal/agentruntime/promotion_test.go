@@ -13,11 +13,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
-	"github.com/agentplane/agentplane/services/omnia-controllers/internal/promptpack"
-	"github.com/agentplane/agentplane/services/omnia-controllers/internal/provider"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/rollout"
 )
 
@@ -161,19 +160,8 @@ func TestPromotionSurvivesFailedWrites(t *testing.T) {
 // AgentRuntime reconciler's client wrapped with funcs.
 func startIntercepted(t *testing.T, funcs interceptor.Funcs) {
 	t.Helper()
-	v, err := promptpack.NewSchemaValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctrltest.StartManager(t, env,
-		func(mgr ctrl.Manager) error {
-			return (&promptpack.Reconciler{Client: mgr.GetClient(), Validator: v}).SetupWithManager(mgr, nil)
-		},
-		func(mgr ctrl.Manager) error {
-			return (&provider.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, nil)
-		},
-		func(mgr ctrl.Manager) error {
-			r := &Reconciler{Client: ctrltest.Intercept(mgr.GetClient(), funcs), Recorder: mgr.GetEventRecorder("agentruntime-controller"), Config: testConfig}
-			return r.SetupWithManager(mgr, nil)
-		})
+	startStack(t, func(_ ctrl.Manager, r *Reconciler) reconcile.Reconciler {
+		r.Client = ctrltest.Intercept(r.Client, funcs)
+		return nil
+	})
 }

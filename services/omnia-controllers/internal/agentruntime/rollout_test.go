@@ -18,11 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
-	"github.com/agentplane/agentplane/services/omnia-controllers/internal/promptpack"
-	"github.com/agentplane/agentplane/services/omnia-controllers/internal/provider"
 )
 
 // rolloutClock is the Reconciler's clock in rollout tests: real time plus an
@@ -49,22 +48,10 @@ func (c *rolloutClock) advance(d time.Duration) {
 // querier (nil for none) and the test's clock.
 func startRollout(t *testing.T, metrics MetricsQuerier, clock *rolloutClock) {
 	t.Helper()
-	v, err := promptpack.NewSchemaValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctrltest.StartManager(t, env,
-		func(mgr ctrl.Manager) error {
-			return (&promptpack.Reconciler{Client: mgr.GetClient(), Validator: v}).SetupWithManager(mgr, nil)
-		},
-		func(mgr ctrl.Manager) error {
-			return (&provider.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, nil)
-		},
-		func(mgr ctrl.Manager) error {
-			r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("agentruntime-controller"), Config: testConfig,
-				Metrics: metrics, Now: clock.Now}
-			return r.SetupWithManager(mgr, nil)
-		})
+	startStack(t, func(_ ctrl.Manager, r *Reconciler) reconcile.Reconciler {
+		r.Metrics, r.Now = metrics, clock.Now
+		return nil
+	})
 }
 
 // roPrometheus speaks the Prometheus HTTP API's instant query endpoint:
@@ -124,6 +111,35 @@ func rolloutAgent(t *testing.T, ns string, mut func(*omniav1.AgentRuntime)) {
 	}))
 }
 
+// startRolloutAgent runs the controllers without Prometheus on a fixed
+// clock and creates a rolloutAgent with spec.rollout ro in a fresh
+// namespace, which it returns.
+func startRolloutAgent(t *testing.T, ro *omniav1.RolloutConfig) string {
+	t.Helper()
+	ns := env.Namespace(t)
+	startRollout(t, nil, &rolloutClock{})
+	rolloutAgent(t, ns, func(a *omniav1.AgentRuntime) { a.Spec.Rollout = ro })
+	return ns
+}
+
+// roDeployments reads the stable and the candidate Deployment of "agent".
+func roDeployments(ns string) (stable, candidate *appsv1.Deployment, err error) {
+	if candidate, err = roDeployment(ns, "agent"+CandidateSuffix); err != nil {
+		return nil, nil, err
+	}
+	stable, err = roDeployment(ns, "agent")
+	return stable, candidate, err
+}
+
+// roNoCandidate fails while the candidate Deployment of "agent" can still
+// be read.
+func roNoCandidate(ns string) error {
+	if _, err := roDeployment(ns, "agent"+CandidateSuffix); err == nil {
+		return fmt.Errorf("candidate Deployment still exists")
+	}
+	return nil
+}
+
 func roToV110() *omniav1.CandidateOverrides {
 	return &omniav1.CandidateOverrides{PromptPackRef: &omniav1.PromptPackRef{Name: "support", Version: ptr("1.1.0")}}
 }
@@ -178,13 +194,7 @@ func roReadyAll(ns string) error {
 		if roPodReady(p) {
 			continue
 		}
-		p.Status.Phase = corev1.PodRunning
-		p.Status.PodIP, p.Status.HostIP = "127.0.0.1", "127.0.0.1"
-		p.Status.StartTime = &now
-		p.Status.Conditions = []corev1.PodCondition{
-			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		}
+		setPodReady(p, now)
 		if err := env.Client.Status().Update(context.Background(), p); client.IgnoreNotFound(err) != nil {
 			return err
 		}
@@ -276,11 +286,7 @@ func TestRolloutCanaryPromotes(t *testing.T) {
 
 	roSetCandidate(t, ns, roToV110())
 	ctrltest.Eventually(t, wait, func() error {
-		c, err := roDeployment(ns, "agent"+CandidateSuffix)
-		if err != nil {
-			return err
-		}
-		s, err := roDeployment(ns, "agent")
+		s, c, err := roDeployments(ns)
 		if err != nil {
 			return err
 		}
@@ -349,8 +355,8 @@ func TestRolloutCanaryPromotes(t *testing.T) {
 	})
 	ctrltest.Eventually(t, wait, rolloutEvent(ns, corev1.EventTypeNormal, omniav1.EventRolloutPromoted))
 	ctrltest.Eventually(t, wait, func() error {
-		if _, err := roDeployment(ns, "agent"+CandidateSuffix); err == nil {
-			return fmt.Errorf("candidate Deployment still exists")
+		if err := roNoCandidate(ns); err != nil {
+			return err
 		}
 		s, err := roDeployment(ns, "agent")
 		if err != nil {
@@ -452,8 +458,8 @@ func TestRolloutAnalysisFailureRollsBack(t *testing.T) {
 	}))
 	ctrltest.Eventually(t, wait, rolloutEvent(ns, corev1.EventTypeWarning, omniav1.EventRolloutRolledBack))
 	ctrltest.Eventually(t, wait, func() error {
-		if _, err := roDeployment(ns, "agent"+CandidateSuffix); err == nil {
-			return fmt.Errorf("candidate Deployment still exists")
+		if err := roNoCandidate(ns); err != nil {
+			return err
 		}
 		s, err := roDeployment(ns, "agent")
 		if err != nil {
@@ -503,11 +509,7 @@ func TestRolloutVersionTrigger(t *testing.T) {
 	}))
 	ctrltest.Eventually(t, wait, rolloutEvent(ns, corev1.EventTypeNormal, omniav1.EventRolloutTriggered))
 	ctrltest.Eventually(t, wait, func() error {
-		c, err := roDeployment(ns, "agent"+CandidateSuffix)
-		if err != nil {
-			return err
-		}
-		s, err := roDeployment(ns, "agent")
+		s, c, err := roDeployments(ns)
 		if err != nil {
 			return err
 		}
@@ -528,14 +530,10 @@ func TestRolloutVersionTrigger(t *testing.T) {
 // runs replica-weighted, reports TrafficRouting=False/Degraded and emits a
 // Warning TrafficRoutingDegraded.
 func TestRolloutMeshDegrades(t *testing.T) {
-	ns := env.Namespace(t)
-	startRollout(t, nil, &rolloutClock{})
-	rolloutAgent(t, ns, func(a *omniav1.AgentRuntime) {
-		a.Spec.Rollout = &omniav1.RolloutConfig{
-			Candidate:      roToV110(),
-			Steps:          []omniav1.RolloutStep{{SetWeight: ptr(int32(100))}, {Pause: &omniav1.RolloutPause{}}},
-			TrafficRouting: &omniav1.TrafficRoutingConfig{Mode: omniav1.TrafficRoutingMesh},
-		}
+	ns := startRolloutAgent(t, &omniav1.RolloutConfig{
+		Candidate:      roToV110(),
+		Steps:          []omniav1.RolloutStep{{SetWeight: ptr(int32(100))}, {Pause: &omniav1.RolloutPause{}}},
+		TrafficRouting: &omniav1.TrafficRoutingConfig{Mode: omniav1.TrafficRoutingMesh},
 	})
 	ctrltest.Eventually(t, wait, rolloutIs(ns, func(a *omniav1.AgentRuntime) error {
 		ro := a.Status.Rollout
@@ -546,11 +544,7 @@ func TestRolloutMeshDegrades(t *testing.T) {
 	}))
 	ctrltest.Eventually(t, wait, rolloutEvent(ns, corev1.EventTypeWarning, omniav1.EventTrafficRoutingDegraded))
 	ctrltest.Eventually(t, wait, func() error {
-		c, err := roDeployment(ns, "agent"+CandidateSuffix)
-		if err != nil {
-			return err
-		}
-		s, err := roDeployment(ns, "agent")
+		s, c, err := roDeployments(ns)
 		if err != nil {
 			return err
 		}
@@ -565,13 +559,9 @@ func TestRolloutMeshDegrades(t *testing.T) {
 // not exist builds no candidate Deployment and says why in status.rollout
 // and RolloutActive, while the stable Deployment is still applied.
 func TestRolloutCandidateMissingPack(t *testing.T) {
-	ns := env.Namespace(t)
-	startRollout(t, nil, &rolloutClock{})
-	rolloutAgent(t, ns, func(a *omniav1.AgentRuntime) {
-		a.Spec.Rollout = &omniav1.RolloutConfig{
-			Candidate: &omniav1.CandidateOverrides{PromptPackRef: &omniav1.PromptPackRef{Name: "support", Version: ptr("9.9.9")}},
-			Steps:     []omniav1.RolloutStep{{SetWeight: ptr(int32(50))}},
-		}
+	ns := startRolloutAgent(t, &omniav1.RolloutConfig{
+		Candidate: &omniav1.CandidateOverrides{PromptPackRef: &omniav1.PromptPackRef{Name: "support", Version: ptr("9.9.9")}},
+		Steps:     []omniav1.RolloutStep{{SetWeight: ptr(int32(50))}},
 	})
 	ctrltest.Eventually(t, wait, rolloutIs(ns, func(a *omniav1.AgentRuntime) error {
 		ro := a.Status.Rollout
@@ -597,14 +587,10 @@ func TestRolloutCandidateMissingPack(t *testing.T) {
 // Deployment controller would after ten minutes) is rolled back, while a
 // candidate that is merely not ready yet was left running.
 func TestRolloutUnhealthyCandidateRollsBack(t *testing.T) {
-	ns := env.Namespace(t)
-	startRollout(t, nil, &rolloutClock{})
-	rolloutAgent(t, ns, func(a *omniav1.AgentRuntime) {
-		a.Spec.Rollout = &omniav1.RolloutConfig{
-			Candidate: roToV110(),
-			Steps:     []omniav1.RolloutStep{{SetWeight: ptr(int32(50))}, {Pause: &omniav1.RolloutPause{}}},
-			Rollback:  &omniav1.RollbackConfig{Mode: omniav1.RollbackAutomatic},
-		}
+	ns := startRolloutAgent(t, &omniav1.RolloutConfig{
+		Candidate: roToV110(),
+		Steps:     []omniav1.RolloutStep{{SetWeight: ptr(int32(50))}, {Pause: &omniav1.RolloutPause{}}},
+		Rollback:  &omniav1.RollbackConfig{Mode: omniav1.RollbackAutomatic},
 	})
 	ctrltest.Eventually(t, wait, func() error {
 		c, err := roDeployment(ns, "agent"+CandidateSuffix)
@@ -644,8 +630,8 @@ func TestRolloutUnhealthyCandidateRollsBack(t *testing.T) {
 	}))
 	ctrltest.Eventually(t, wait, rolloutEvent(ns, corev1.EventTypeWarning, omniav1.EventRolloutRolledBack))
 	ctrltest.Eventually(t, wait, func() error {
-		if _, err := roDeployment(ns, "agent"+CandidateSuffix); err == nil {
-			return fmt.Errorf("candidate Deployment still exists")
+		if err := roNoCandidate(ns); err != nil {
+			return err
 		}
 		return nil
 	})

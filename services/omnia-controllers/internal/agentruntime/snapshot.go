@@ -7,13 +7,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/rollout"
 )
 
@@ -162,13 +162,8 @@ func (r *Reconciler) inputs(ctx context.Context, a *omniav1.AgentRuntime) (Input
 	return in, nil
 }
 
+// get reads one object of the agent's namespace; found is false when it
+// does not exist.
 func (r *Reconciler) get(ctx context.Context, ns, name string, obj client.Object) (bool, error) {
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)
-	switch {
-	case err == nil:
-		return true, nil
-	case apierrors.IsNotFound(err):
-		return false, nil
-	}
-	return false, fmt.Errorf("get %T %s/%s: %w", obj, ns, name, err)
+	return kubeutil.Get(ctx, r.Client, types.NamespacedName{Namespace: ns, Name: name}, obj)
 }

@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -17,6 +16,7 @@ import (
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
 )
 
 // SetupWithManager wires the controller: it owns the Deployments, Service,
@@ -27,12 +27,7 @@ import (
 // reconcile at once. rec, when not nil, is called instead of r (tests
 // count passes).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
-	if rec == nil {
-		rec = r
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName).
-		For(&omniav1.AgentRuntime{}).
+	b := kubeutil.Controller{Name: ControllerName, For: &omniav1.AgentRuntime{}, Workers: 3}.Builder(mgr).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
@@ -43,9 +38,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 		Watches(&omniav1.ToolRegistry{}, handler.EnqueueRequestsFromMapFunc(r.agentsByKey(index.AgentToolRegistry))).
 		Watches(&omniav1.Provider{}, handler.EnqueueRequestsFromMapFunc(r.agentsByKey(index.AgentProvider))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.agentsForSecret)).
-		Watches(&omniav1.Workspace{}, r.agentsForWorkspace()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 3}).
-		Complete(rec)
+		Watches(&omniav1.Workspace{}, r.agentsForWorkspace())
+	return kubeutil.Complete(b, r, rec)
 }
 
 // agentsForPack maps a PromptPack to the agents of its namespace whose

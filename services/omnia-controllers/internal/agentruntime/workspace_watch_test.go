@@ -18,8 +18,6 @@ import (
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
-	"github.com/agentplane/agentplane/services/omnia-controllers/internal/promptpack"
-	"github.com/agentplane/agentplane/services/omnia-controllers/internal/provider"
 )
 
 // TestWorkspaceReachesAgentThroughWatch: the controller watches the
@@ -225,22 +223,10 @@ func (p *passProbe) settle(t *testing.T, key types.NamespacedName) {
 // a passProbe watching the Workspace named workspace.
 func startWithProbe(t *testing.T, workspace string) *passProbe {
 	t.Helper()
-	v, err := promptpack.NewSchemaValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
 	probe := &passProbe{workspace: workspace}
-	ctrltest.StartManager(t, env,
-		func(mgr ctrl.Manager) error {
-			return (&promptpack.Reconciler{Client: mgr.GetClient(), Validator: v}).SetupWithManager(mgr, nil)
-		},
-		func(mgr ctrl.Manager) error {
-			return (&provider.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, nil)
-		},
-		func(mgr ctrl.Manager) error {
-			r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("agentruntime-controller"), Config: testConfig}
-			probe.inner, probe.cache = r, mgr.GetClient()
-			return r.SetupWithManager(mgr, probe)
-		})
+	startStack(t, func(mgr ctrl.Manager, r *Reconciler) reconcile.Reconciler {
+		probe.inner, probe.cache = r, mgr.GetClient()
+		return probe
+	})
 	return probe
 }

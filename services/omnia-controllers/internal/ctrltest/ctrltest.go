@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,6 +105,15 @@ func (c *Counter) Total() int {
 	return n
 }
 
+// Drain waits until no pass has run for a whole quiet period: the queue
+// has worked off the echoes of earlier writes, so what runs after is new.
+func (c *Counter) Drain(quiet time.Duration) {
+	for last := -1; last != c.Total(); {
+		last = c.Total()
+		time.Sleep(quiet)
+	}
+}
+
 // Eventually polls cond every 100ms until it returns nil or timeout
 // passes, then fails the test with the last error.
 func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
@@ -143,4 +154,27 @@ func Consistently(t testing.TB, d time.Duration, cond func() error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// Holds fails the test on the first cond that does not hold now: for a
+// state a test already waited for, or must still see after a pass it
+// waited for, checked once without polling.
+func Holds(t testing.TB, conds ...func() error) {
+	t.Helper()
+	for _, cond := range conds {
+		if err := cond(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// PhaseReason is the check behind the tests' phase conditions: nil when
+// the status is in phase want and its condition typ has reason, else what
+// was found instead.
+func PhaseReason[P ~string](phase P, conds []metav1.Condition, want P, typ, reason string) error {
+	c := meta.FindStatusCondition(conds, typ)
+	if phase != want || c == nil || c.Reason != reason {
+		return fmt.Errorf("phase %q %s=%+v; want %q %s", phase, typ, c, want, reason)
+	}
+	return nil
 }

@@ -99,10 +99,7 @@ func BenchmarkConverge100x10(b *testing.B) {
 		total := counter.Total()
 		// Let the queue drain the echoes of the last status writes (no pass
 		// for a full second), then measure an idle window.
-		for last := -1; last != counter.Total(); {
-			last = counter.Total()
-			time.Sleep(time.Second)
-		}
+		counter.Drain(time.Second)
 		tail := counter.Total() - total
 		quiet := counter.Total()
 		time.Sleep(5 * time.Second)

@@ -6,14 +6,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -44,11 +41,8 @@ type Reconciler struct {
 // Reconcile validates one PromptPack and ranks it among its siblings.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pack := &omniav1.PromptPack{}
-	if err := r.Client.Get(ctx, req.NamespacedName, pack); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if pack.DeletionTimestamp != nil {
-		return reconcile.Result{}, nil
+	if ok, err := kubeutil.Live(ctx, r.Client, req.NamespacedName, pack); !ok {
+		return reconcile.Result{}, err
 	}
 	if err := r.stampLabel(ctx, pack); err != nil {
 		return reconcile.Result{}, err
@@ -91,19 +85,13 @@ func (r *Reconciler) stampLabel(ctx context.Context, pack *omniav1.PromptPack) e
 }
 
 func (r *Reconciler) snapshot(ctx context.Context, pack *omniav1.PromptPack) (Snapshot, error) {
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	s := Snapshot{Pack: pack, Now: metav1.NewTime(now().Truncate(time.Second))}
+	s := Snapshot{Pack: pack, Now: kubeutil.PassTime(r.Now)}
 	if ref := pack.Spec.Source.ConfigMapRef; ref != nil && pack.Spec.Source.Type == omniav1.SourceTypeConfigMap {
 		cm := &corev1.ConfigMap{}
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: pack.Namespace, Name: ref.Name}, cm)
-		switch {
-		case err == nil:
+		if found, err := kubeutil.Get(ctx, r.Client, types.NamespacedName{Namespace: pack.Namespace, Name: ref.Name}, cm); err != nil {
+			return s, err
+		} else if found {
 			s.ConfigMap = cm
-		case !apierrors.IsNotFound(err):
-			return s, fmt.Errorf("get ConfigMap %s/%s: %w", pack.Namespace, ref.Name, err)
 		}
 	}
 	var sibs omniav1.PromptPackList
@@ -124,15 +112,14 @@ func (r *Reconciler) snapshot(ctx context.Context, pack *omniav1.PromptPack) (Sn
 			s.SkillSources = map[string]*omniav1.SkillSource{}
 		}
 		src := &omniav1.SkillSource{}
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: pack.Namespace, Name: ref.Source}, src)
-		switch {
-		case err == nil:
-			s.SkillSources[ref.Source] = src
-		case apierrors.IsNotFound(err):
-			s.SkillSources[ref.Source] = nil // looked up: absent
-		default:
-			return s, fmt.Errorf("get SkillSource %s/%s: %w", pack.Namespace, ref.Source, err)
+		found, err := kubeutil.Get(ctx, r.Client, types.NamespacedName{Namespace: pack.Namespace, Name: ref.Source}, src)
+		if err != nil {
+			return s, err
 		}
+		if !found {
+			src = nil // looked up: absent
+		}
+		s.SkillSources[ref.Source] = src
 	}
 	return s, nil
 }
@@ -144,21 +131,15 @@ func (r *Reconciler) snapshot(ctx context.Context, pack *omniav1.PromptPack) (Sn
 // other passes write. rec, when not nil, is called instead of r (tests wrap r to
 // count passes).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
-	if rec == nil {
-		rec = r
-	}
 	packs := func() client.ObjectList { return &omniav1.PromptPackList{} }
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName).
-		For(&omniav1.PromptPack{}).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(kubeutil.ByIndex(r.Client, packs, index.ConfigMapRef))).
+	b := kubeutil.Controller{Name: ControllerName, For: &omniav1.PromptPack{}, Workers: 1}.Builder(mgr).
+		Watches(&corev1.ConfigMap{}, kubeutil.EnqueueByIndex(r.Client, packs, index.ConfigMapRef)).
 		Watches(&omniav1.PromptPack{}, handler.EnqueueRequestsFromMapFunc(r.olderSiblings),
 			builder.WithPredicates(PhaseChanged())).
 		Watches(&omniav1.AgentRuntime{}, handler.EnqueueRequestsFromMapFunc(r.packsForAgent),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&omniav1.SkillSource{}, handler.EnqueueRequestsFromMapFunc(kubeutil.ByIndex(r.Client, packs, index.PackSkillSource))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
-		Complete(rec)
+		Watches(&omniav1.SkillSource{}, kubeutil.EnqueueByIndex(r.Client, packs, index.PackSkillSource))
+	return kubeutil.Complete(b, r, rec)
 }
 
 // olderSiblings maps a version whose phase changed to the siblings it may

@@ -66,7 +66,7 @@ func Decide(s Snapshot, v Validator) Decision {
 	p := s.Pack
 	st := *p.Status.DeepCopy()
 	st.ObservedGeneration = p.Generation
-	d := &decider{s: s, st: &st}
+	d := &decider{s: s, st: &st, Judgement: kubeutil.Judgement{Conditions: &st.Conditions, Generation: p.Generation, Now: s.Now, MaxMessage: 1000}}
 
 	ver, verErr := p.ParsedVersion()
 	if verErr == nil {
@@ -88,24 +88,16 @@ func Decide(s Snapshot, v Validator) Decision {
 		now := s.Now
 		st.LastUpdated = &now
 	}
-	return Decision{Status: st, Events: d.events, Changed: changed, Retry: d.retry}
+	return Decision{Status: st, Events: d.Events, Changed: changed, Retry: d.retry}
 }
 
+// decider judges one pack's status; event messages are capped at 1000
+// bytes, as a validation error can quote much of the pack.
 type decider struct {
-	s      Snapshot
-	st     *omniav1.PromptPackStatus
-	events []kubeutil.Event
-	retry  error
-}
-
-func (d *decider) set(typ string, status metav1.ConditionStatus, reason, msg string) bool {
-	return kubeutil.SetCondition(&d.st.Conditions, d.s.Pack.Generation, d.s.Now, typ, status, reason, msg)
-}
-
-func (d *decider) warn(changed bool, reason, msg string) {
-	if changed {
-		d.events = append(d.events, kubeutil.Event{Type: corev1.EventTypeWarning, Reason: reason, Message: truncate.String(msg, 1000)})
-	}
+	kubeutil.Judgement
+	s     Snapshot
+	st    *omniav1.PromptPackStatus
+	retry error
 }
 
 // live judges a live source from the spec alone: admission already checked
@@ -113,9 +105,9 @@ func (d *decider) warn(changed bool, reason, msg string) {
 // never compared with its siblings.
 func (d *decider) live() {
 	p := d.s.Pack
-	d.set(omniav1.ConditionSourceValid, metav1.ConditionTrue, omniav1.ReasonLiveSource,
+	d.Set(omniav1.ConditionSourceValid, metav1.ConditionTrue, omniav1.ReasonLiveSource,
 		fmt.Sprintf("live source %s is fetched by the agent runtime", p.Spec.Source.Live.URL))
-	d.set(omniav1.ConditionSchemaValid, metav1.ConditionUnknown, omniav1.ReasonLiveSource,
+	d.Set(omniav1.ConditionSchemaValid, metav1.ConditionUnknown, omniav1.ReasonLiveSource,
 		"live content is validated by the agent runtime when it fetches it")
 	meta.RemoveStatusCondition(&d.st.Conditions, omniav1.ConditionSuperseded)
 	d.st.ContentDigest = ""
@@ -151,7 +143,7 @@ func (d *decider) configMap(v Validator, ver omniav1.Version) {
 		d.schemaFailed(err.Error())
 		return
 	}
-	d.set(omniav1.ConditionSchemaValid, metav1.ConditionTrue, omniav1.ReasonSchemaValid, "pack.json conforms to the PromptPack schema")
+	d.Set(omniav1.ConditionSchemaValid, metav1.ConditionTrue, omniav1.ReasonSchemaValid, "pack.json conforms to the PromptPack schema")
 	sum := sha256.Sum256([]byte(content))
 	d.st.ContentDigest = "sha256:" + hex.EncodeToString(sum[:])
 	d.skills(declaredTools(content))
@@ -160,7 +152,7 @@ func (d *decider) configMap(v Validator, ver omniav1.Version) {
 	if r.Active() {
 		d.st.Phase = omniav1.PromptPackPhaseActive
 		d.st.ActiveVersion = ptr(p.Spec.Version)
-		d.set(omniav1.ConditionSuperseded, metav1.ConditionFalse, omniav1.ReasonIsChannelMax,
+		d.Set(omniav1.ConditionSuperseded, metav1.ConditionFalse, omniav1.ReasonIsChannelMax,
 			fmt.Sprintf("version %s serves the %s", p.Spec.Version, r.ServedChannels()))
 	} else {
 		d.st.Phase = omniav1.PromptPackPhaseSuperseded
@@ -172,31 +164,31 @@ func (d *decider) configMap(v Validator, ver omniav1.Version) {
 			msg = fmt.Sprintf("PromptPack %s has version %s of equal precedence and was created later, so it serves the %s channel",
 				r.Winner.Name, r.Winner.Spec.Version, ver.Channel())
 		}
-		changed := d.set(omniav1.ConditionSuperseded, metav1.ConditionTrue, reason, msg)
+		changed := d.Set(omniav1.ConditionSuperseded, metav1.ConditionTrue, reason, msg)
 		if r.Duplicate {
-			d.warn(changed, omniav1.EventDuplicateVersion, msg)
+			d.WarnOn(changed, omniav1.EventDuplicateVersion, msg)
 		}
 	}
 	d.agents(r.serves)
 }
 
 func (d *decider) sourceOK(msg string) {
-	d.set(omniav1.ConditionSourceValid, metav1.ConditionTrue, omniav1.ReasonSourceValid, msg)
+	d.Set(omniav1.ConditionSourceValid, metav1.ConditionTrue, omniav1.ReasonSourceValid, msg)
 }
 
 // sourceFailed marks the source invalid; with nothing to validate, the
 // schema condition goes Unknown.
 func (d *decider) sourceFailed(msg string) {
-	changed := d.set(omniav1.ConditionSourceValid, metav1.ConditionFalse, omniav1.ReasonSourceValidationFailed, msg)
-	d.set(omniav1.ConditionSchemaValid, metav1.ConditionUnknown, omniav1.ReasonSourceInvalid, "source is invalid; nothing to validate")
+	changed := d.Set(omniav1.ConditionSourceValid, metav1.ConditionFalse, omniav1.ReasonSourceValidationFailed, msg)
+	d.Set(omniav1.ConditionSchemaValid, metav1.ConditionUnknown, omniav1.ReasonSourceInvalid, "source is invalid; nothing to validate")
 	d.failed()
-	d.warn(changed, omniav1.EventSourceValidationFailed, msg)
+	d.WarnOn(changed, omniav1.EventSourceValidationFailed, msg)
 }
 
 func (d *decider) schemaFailed(msg string) {
-	changed := d.set(omniav1.ConditionSchemaValid, metav1.ConditionFalse, omniav1.ReasonSchemaValidationFailed, msg)
+	changed := d.Set(omniav1.ConditionSchemaValid, metav1.ConditionFalse, omniav1.ReasonSchemaValidationFailed, msg)
 	d.failed()
-	d.warn(changed, omniav1.EventSchemaValidationFailed, msg)
+	d.WarnOn(changed, omniav1.EventSchemaValidationFailed, msg)
 }
 
 // failed clears everything a failed version must not claim: it serves no
@@ -224,18 +216,18 @@ func (d *decider) skills(tools map[string]bool) {
 	d.st.Skills = nil
 	if len(p.Spec.Skills) == 0 {
 		const msg = "the pack declares no skills"
-		d.set(omniav1.ConditionSkillsResolved, metav1.ConditionTrue, omniav1.ReasonNoSkills, msg)
-		d.set(omniav1.ConditionSkillsValid, metav1.ConditionTrue, omniav1.ReasonNoCollisions, msg)
-		d.set(omniav1.ConditionSkillToolsResolved, metav1.ConditionTrue, omniav1.ReasonAllToolsResolved, msg)
+		d.Set(omniav1.ConditionSkillsResolved, metav1.ConditionTrue, omniav1.ReasonNoSkills, msg)
+		d.Set(omniav1.ConditionSkillsValid, metav1.ConditionTrue, omniav1.ReasonNoCollisions, msg)
+		d.Set(omniav1.ConditionSkillToolsResolved, metav1.ConditionTrue, omniav1.ReasonAllToolsResolved, msg)
 		return
 	}
 	res := ResolveSkills(p.Spec.Skills, d.s.SkillSources, tools)
 	ok := true
 	if len(res.Problems) > 0 {
 		ok = false
-		d.set(omniav1.ConditionSkillsResolved, metav1.ConditionFalse, omniav1.ReasonLookupFailed, truncate.String(strings.Join(res.Problems, "; "), 32<<10))
+		d.Set(omniav1.ConditionSkillsResolved, metav1.ConditionFalse, omniav1.ReasonLookupFailed, truncate.String(strings.Join(res.Problems, "; "), 32<<10))
 	} else {
-		d.set(omniav1.ConditionSkillsResolved, metav1.ConditionTrue, omniav1.ReasonAllSkillsResolved,
+		d.Set(omniav1.ConditionSkillsResolved, metav1.ConditionTrue, omniav1.ReasonAllSkillsResolved,
 			fmt.Sprintf("%d skill(s) resolved from %d SkillSource(s)", len(res.Skills), res.Sources))
 	}
 	if len(res.Missing) > 0 && d.retry == nil {
@@ -243,20 +235,20 @@ func (d *decider) skills(tools map[string]bool) {
 	}
 	if len(res.Collisions) > 0 {
 		ok = false
-		d.set(omniav1.ConditionSkillsValid, metav1.ConditionFalse, omniav1.ReasonNameCollision, truncate.String(strings.Join(res.Collisions, "; "), 32<<10))
+		d.Set(omniav1.ConditionSkillsValid, metav1.ConditionFalse, omniav1.ReasonNameCollision, truncate.String(strings.Join(res.Collisions, "; "), 32<<10))
 	} else {
-		d.set(omniav1.ConditionSkillsValid, metav1.ConditionTrue, omniav1.ReasonNoCollisions, "no two SkillSources supply a skill of the same name")
+		d.Set(omniav1.ConditionSkillsValid, metav1.ConditionTrue, omniav1.ReasonNoCollisions, "no two SkillSources supply a skill of the same name")
 	}
 	switch {
 	case tools == nil:
-		d.set(omniav1.ConditionSkillToolsResolved, metav1.ConditionUnknown, omniav1.ReasonLiveSource,
+		d.Set(omniav1.ConditionSkillToolsResolved, metav1.ConditionUnknown, omniav1.ReasonLiveSource,
 			"the tools of a live pack are checked by the agent runtime when it fetches the content")
 	case len(res.UnknownTools) > 0:
 		ok = false
-		d.set(omniav1.ConditionSkillToolsResolved, metav1.ConditionFalse, omniav1.ReasonUnknownTool,
+		d.Set(omniav1.ConditionSkillToolsResolved, metav1.ConditionFalse, omniav1.ReasonUnknownTool,
 			truncate.String("skills allow tools pack.json does not declare: "+strings.Join(res.UnknownTools, ", "), 32<<10))
 	default:
-		d.set(omniav1.ConditionSkillToolsResolved, metav1.ConditionTrue, omniav1.ReasonAllToolsResolved, "every tool a skill allows is declared in pack.json")
+		d.Set(omniav1.ConditionSkillToolsResolved, metav1.ConditionTrue, omniav1.ReasonAllToolsResolved, "every tool a skill allows is declared in pack.json")
 	}
 	if ok {
 		d.st.Skills = res.Skills
@@ -406,10 +398,10 @@ func declaredTools(content string) map[string]bool {
 func (d *decider) agents(serves func(omniav1.PromptPackChannel) bool) {
 	n := CountAgents(d.s.Pack, d.s.Agents, serves)
 	if n == 0 {
-		d.set(omniav1.ConditionAgentsNotified, metav1.ConditionTrue, omniav1.ReasonNoAgentsToNotify, "no AgentRuntime references this version")
+		d.Set(omniav1.ConditionAgentsNotified, metav1.ConditionTrue, omniav1.ReasonNoAgentsToNotify, "no AgentRuntime references this version")
 		return
 	}
-	d.set(omniav1.ConditionAgentsNotified, metav1.ConditionTrue, omniav1.ReasonAgentsNotified,
+	d.Set(omniav1.ConditionAgentsNotified, metav1.ConditionTrue, omniav1.ReasonAgentsNotified,
 		fmt.Sprintf("%d AgentRuntime(s) reference this version", n))
 }
 

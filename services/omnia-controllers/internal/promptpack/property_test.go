@@ -46,35 +46,21 @@ func TestDecideProperties(t *testing.T) {
 	counts := pt.Counts{}
 	pt.Run(t, func(r *rand.Rand) error {
 		s := genSnapshot(r)
-		before := s.Pack.DeepCopy()
-		sibs := slices.Clone(s.Siblings)
-		for i := range sibs {
-			sibs[i] = *sibs[i].DeepCopy()
-		}
-		d := Decide(s, v)
-		if !equality.Semantic.DeepEqual(before, s.Pack) || !equality.Semantic.DeepEqual(sibs, s.Siblings) {
-			return fmt.Errorf("Decide changed its input: %s", pt.Diff(before, s.Pack))
-		}
-		s2 := s
-		s2.Pack = before.DeepCopy()
-		if again := Decide(s2, v); !sameDecision(d, again) {
-			return fmt.Errorf("two decisions on one input differ: %s", pt.Diff(d, again))
+		decide := func(s Snapshot) Decision { return Decide(s, v) }
+		d, err := pt.Decide(s, fresh, decide, sameDecision)
+		if err != nil {
+			return err
 		}
 		if err := checkStatus(s, d); err != nil {
 			return err
 		}
-		stored, err := pt.Stored(d.Status)
+		stored, err := pt.Written(d.Status, s.Pack.Status, d.Changed)
 		if err != nil {
 			return err
 		}
-		if !d.Changed {
-			stored = s.Pack.Status
-		}
-		s3 := s
-		s3.Pack = s.Pack.DeepCopy()
-		s3.Pack.Status = stored
-		s3.Now = metav1.NewTime(s.Now.Add(time.Duration(1+r.IntN(3600)) * time.Second))
-		if next := Decide(s3, v); next.Changed || len(next.Events) > 0 || !equality.Semantic.DeepEqual(next.Status, stored) {
+		s3 := fresh(s)
+		s3.Pack.Status, s3.Now = stored, pt.Later(r, s.Now, time.Hour)
+		if next := decide(s3); next.Changed || len(next.Events) > 0 || !equality.Semantic.DeepEqual(next.Status, stored) {
 			return fmt.Errorf("the written status needs another write (events %v): %s", next.Events, pt.Diff(stored, next.Status))
 		}
 		counts.Add("phase " + string(d.Status.Phase))
@@ -99,6 +85,17 @@ func TestDecideProperties(t *testing.T) {
 		return nil
 	})
 	counts.Require(t, 0.02, "phase Active", "phase Superseded", "phase Failed", "live", "skills listed", "retry", "events", "duplicate version", "no status write")
+}
+
+// fresh copies the pack and its siblings, the parts of a snapshot Decide
+// could write.
+func fresh(s Snapshot) Snapshot {
+	s.Pack = s.Pack.DeepCopy()
+	s.Siblings = slices.Clone(s.Siblings)
+	for i := range s.Siblings {
+		s.Siblings[i] = *s.Siblings[i].DeepCopy()
+	}
+	return s
 }
 
 func sameDecision(a, b Decision) bool {

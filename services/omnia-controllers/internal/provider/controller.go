@@ -8,14 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -54,15 +50,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
+	now := kubeutil.Clock(r.Now)
 	hc := r.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	s := Snapshot{Provider: p, Now: metav1.NewTime(now().Truncate(time.Second))}
+	s := Snapshot{Provider: p, Now: kubeutil.PassTime(now)}
 	var err error
 	if c := p.Spec.Credential; c != nil && c.SecretRef != nil {
 		if s.CredentialSecret, err = r.secret(ctx, p.Namespace, c.SecretRef.Name); err != nil {
@@ -100,16 +93,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: d.RequeueAfter}, nil
 }
 
+// secret reads a Secret the Provider names; nil when it does not exist.
 func (r *Reconciler) secret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s)
-	switch {
-	case err == nil:
-		return s, nil
-	case apierrors.IsNotFound(err):
-		return nil, nil
+	if found, err := kubeutil.Get(ctx, r.Client, types.NamespacedName{Namespace: ns, Name: name}, s); !found {
+		return nil, err
 	}
-	return nil, fmt.Errorf("get Secret %s/%s: %w", ns, name, err)
+	return s, nil
 }
 
 // SetupWithManager wires the controller. The Provider is watched for spec
@@ -117,12 +107,8 @@ func (r *Reconciler) secret(ctx context.Context, ns, name string) (*corev1.Secre
 // second health check; Secrets it reads map back to it. rec, when not nil,
 // is called instead of r (tests count passes).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
-	if rec == nil {
-		rec = r
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName).
-		For(&omniav1.Provider{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(kubeutil.ByIndex(r.Client, func() client.ObjectList { return &omniav1.ProviderList{} }, index.ProviderSecret))).
-		Complete(rec)
+	providers := func() client.ObjectList { return &omniav1.ProviderList{} }
+	b := kubeutil.Controller{Name: ControllerName, For: &omniav1.Provider{}, SpecOnly: true}.Builder(mgr).
+		Watches(&corev1.Secret{}, kubeutil.EnqueueByIndex(r.Client, providers, index.ProviderSecret))
+	return kubeutil.Complete(b, r, rec)
 }

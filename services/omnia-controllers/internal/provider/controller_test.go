@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,11 +47,7 @@ func phaseIs(ns string, want omniav1.ProviderPhase, condType, reason string) fun
 		if err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(p.Status.Conditions, condType)
-		if p.Status.Phase != want || c == nil || c.Reason != reason {
-			return fmt.Errorf("phase %q %s=%+v, want %q %s", p.Status.Phase, condType, c, want, reason)
-		}
-		return nil
+		return ctrltest.PhaseReason(p.Status.Phase, p.Status.Conditions, want, condType, reason)
 	}
 }
 

@@ -110,21 +110,12 @@ var envVarRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // case-insensitively as substrings.
 var placeholders = []string{"replace-with-real-key", "replace-me", "your-api-key-here", "changeme"}
 
+// decider judges one Provider's status.
 type decider struct {
-	s      Snapshot
-	st     *omniav1.ProviderStatus
-	events []kubeutil.Event
-	retry  error
-}
-
-func (d *decider) set(typ string, status metav1.ConditionStatus, reason, msg string) bool {
-	return kubeutil.SetCondition(&d.st.Conditions, d.s.Provider.Generation, d.s.Now, typ, status, reason, msg)
-}
-
-func (d *decider) warnOn(changed bool, reason, msg string) {
-	if changed {
-		d.events = append(d.events, kubeutil.Event{Type: corev1.EventTypeWarning, Reason: reason, Message: msg})
-	}
+	kubeutil.Judgement
+	s     Snapshot
+	st    *omniav1.ProviderStatus
+	retry error
 }
 
 // Decide computes a Provider's status.
@@ -132,7 +123,7 @@ func Decide(s Snapshot) Decision {
 	p := s.Provider
 	st := p.Status.DeepCopy()
 	st.ObservedGeneration = p.Generation
-	d := &decider{s: s, st: st}
+	d := &decider{s: s, st: st, Judgement: kubeutil.Judgement{Conditions: &st.Conditions, Generation: p.Generation, Now: s.Now}}
 
 	d.credential()
 	d.platformAuth()
@@ -142,11 +133,11 @@ func Decide(s Snapshot) Decision {
 	case s.Health == nil:
 		meta.RemoveStatusCondition(&st.Conditions, omniav1.ConditionEndpointReachable)
 	case s.Health.Err != nil:
-		d.set(omniav1.ConditionEndpointReachable, metav1.ConditionFalse, omniav1.ReasonEndpointUnreachable,
+		d.Set(omniav1.ConditionEndpointReachable, metav1.ConditionFalse, omniav1.ReasonEndpointUnreachable,
 			fmt.Sprintf("%s: %v; checked again every %s", s.Health.URL, s.Health.Err, UnreachableRetry))
 		requeue = UnreachableRetry
 	default:
-		d.set(omniav1.ConditionEndpointReachable, metav1.ConditionTrue, omniav1.ReasonEndpointReachable, s.Health.URL+" answered")
+		d.Set(omniav1.ConditionEndpointReachable, metav1.ConditionTrue, omniav1.ReasonEndpointReachable, s.Health.URL+" answered")
 	}
 	if s.Health != nil {
 		now := s.Now
@@ -159,9 +150,9 @@ func Decide(s Snapshot) Decision {
 		st.Capabilities = append([]omniav1.ProviderCapability(nil), p.Spec.Capabilities...)
 	}
 	if st.Phase == omniav1.ProviderPhaseReady {
-		d.set(omniav1.ConditionReady, metav1.ConditionTrue, ReasonReady, "capabilities: "+capabilities(p))
+		d.Set(omniav1.ConditionReady, metav1.ConditionTrue, ReasonReady, "capabilities: "+capabilities(p))
 	} else {
-		d.set(omniav1.ConditionReady, metav1.ConditionFalse, ReasonNotReady, fmt.Sprintf("phase %s; capabilities: %s", st.Phase, capabilities(p)))
+		d.Set(omniav1.ConditionReady, metav1.ConditionFalse, ReasonNotReady, fmt.Sprintf("phase %s; capabilities: %s", st.Phase, capabilities(p)))
 	}
 	prev := p.Status.DeepCopy()
 	cmp := st.DeepCopy()
@@ -172,7 +163,7 @@ func Decide(s Snapshot) Decision {
 		// on every pass.
 		st.LastHealthCheckTime = p.Status.LastHealthCheckTime
 	}
-	return Decision{Status: *st, Changed: changed, Events: d.events, RequeueAfter: requeue, Retry: d.retry}
+	return Decision{Status: *st, Changed: changed, Events: d.Events, RequeueAfter: requeue, Retry: d.retry}
 }
 
 // phase: Unavailable while the endpoint is unreachable; Error when any
@@ -207,13 +198,13 @@ func (d *decider) credential() {
 	c := spec.Credential
 	if c == nil {
 		if spec.RequiresCredential() {
-			d.set(omniav1.ConditionSecretFound, metav1.ConditionFalse, omniav1.ReasonSecretNotFound, "no credential configured")
-			changed := d.set(omniav1.ConditionCredentialConfigured, metav1.ConditionFalse, omniav1.ReasonCredentialRequired,
+			d.Set(omniav1.ConditionSecretFound, metav1.ConditionFalse, omniav1.ReasonSecretNotFound, "no credential configured")
+			changed := d.Set(omniav1.ConditionCredentialConfigured, metav1.ConditionFalse, omniav1.ReasonCredentialRequired,
 				fmt.Sprintf("type %s needs spec.credential (secretRef, envVar or filePath)", spec.Type))
-			d.warnOn(changed, omniav1.EventCredentialInvalid, "spec.credential is required for type "+string(spec.Type))
+			d.WarnOn(changed, omniav1.EventCredentialInvalid, "spec.credential is required for type "+string(spec.Type))
 		} else {
-			d.set(omniav1.ConditionSecretFound, metav1.ConditionTrue, omniav1.ReasonNoSecretRequired, "no Secret is needed")
-			d.set(omniav1.ConditionCredentialConfigured, metav1.ConditionTrue, omniav1.ReasonNoCredentialRequired, noCredentialWhy(spec))
+			d.Set(omniav1.ConditionSecretFound, metav1.ConditionTrue, omniav1.ReasonNoSecretRequired, "no Secret is needed")
+			d.Set(omniav1.ConditionCredentialConfigured, metav1.ConditionTrue, omniav1.ReasonNoCredentialRequired, noCredentialWhy(spec))
 		}
 		meta.RemoveStatusCondition(&d.st.Conditions, omniav1.ConditionCredentialValid)
 		return
@@ -226,10 +217,10 @@ func (d *decider) credential() {
 	}
 	switch {
 	case n == 0:
-		d.set(omniav1.ConditionCredentialConfigured, metav1.ConditionFalse, omniav1.ReasonNoStrategySpecified, "spec.credential sets none of secretRef, envVar and filePath")
+		d.Set(omniav1.ConditionCredentialConfigured, metav1.ConditionFalse, omniav1.ReasonNoStrategySpecified, "spec.credential sets none of secretRef, envVar and filePath")
 	case n > 1:
-		changed := d.set(omniav1.ConditionCredentialConfigured, metav1.ConditionFalse, omniav1.ReasonMultipleStrategies, "spec.credential sets more than one of secretRef, envVar and filePath")
-		d.warnOn(changed, omniav1.EventMultipleCredentials, "spec.credential must set exactly one of secretRef, envVar and filePath")
+		changed := d.Set(omniav1.ConditionCredentialConfigured, metav1.ConditionFalse, omniav1.ReasonMultipleStrategies, "spec.credential sets more than one of secretRef, envVar and filePath")
+		d.WarnOn(changed, omniav1.EventMultipleCredentials, "spec.credential must set exactly one of secretRef, envVar and filePath")
 	case c.EnvVar != "":
 		d.external(envVarRE.MatchString(c.EnvVar), omniav1.ReasonEnvVarConfigured, omniav1.ReasonInvalidEnvVar,
 			fmt.Sprintf("environment variable %s", c.EnvVar))
@@ -257,12 +248,12 @@ func noCredentialWhy(spec *omniav1.ProviderSpec) string {
 // cannot read: its shape only, and the vendor probe is not possible.
 func (d *decider) external(ok bool, okReason, badReason, what string) {
 	if !ok {
-		d.set(omniav1.ConditionCredentialConfigured, metav1.ConditionFalse, badReason, what+" is not valid")
+		d.Set(omniav1.ConditionCredentialConfigured, metav1.ConditionFalse, badReason, what+" is not valid")
 		meta.RemoveStatusCondition(&d.st.Conditions, omniav1.ConditionCredentialValid)
 		return
 	}
-	d.set(omniav1.ConditionCredentialConfigured, metav1.ConditionTrue, okReason, what+" supplies the key")
-	d.set(omniav1.ConditionCredentialValid, metav1.ConditionUnknown, omniav1.ReasonValidationNotSupported,
+	d.Set(omniav1.ConditionCredentialConfigured, metav1.ConditionTrue, okReason, what+" supplies the key")
+	d.Set(omniav1.ConditionCredentialValid, metav1.ConditionUnknown, omniav1.ReasonValidationNotSupported,
 		"the controller cannot read a key held in the runtime's "+what)
 }
 
@@ -272,8 +263,8 @@ func (d *decider) secretRef() {
 	sec := d.s.CredentialSecret
 	if sec == nil {
 		msg := fmt.Sprintf("Secret %q not found", ref.Name)
-		d.set(omniav1.ConditionSecretFound, metav1.ConditionFalse, omniav1.ReasonSecretNotFound, msg)
-		d.set(omniav1.ConditionCredentialConfigured, metav1.ConditionFalse, omniav1.ReasonSecretNotFound, msg)
+		d.Set(omniav1.ConditionSecretFound, metav1.ConditionFalse, omniav1.ReasonSecretNotFound, msg)
+		d.Set(omniav1.ConditionCredentialConfigured, metav1.ConditionFalse, omniav1.ReasonSecretNotFound, msg)
 		meta.RemoveStatusCondition(&d.st.Conditions, omniav1.ConditionCredentialValid)
 		d.retry = fmt.Errorf("check Provider %s/%s: %s", d.s.Provider.Namespace, d.s.Provider.Name, msg)
 		return
@@ -281,27 +272,27 @@ func (d *decider) secretRef() {
 	key, value, ok := CredentialValue(spec, sec)
 	if !ok {
 		msg := fmt.Sprintf("Secret %q has none of the keys %s", ref.Name, strings.Join(spec.CredentialKeys(), ", "))
-		d.set(omniav1.ConditionSecretFound, metav1.ConditionFalse, omniav1.ReasonSecretKeyMissing, msg)
-		d.set(omniav1.ConditionCredentialConfigured, metav1.ConditionFalse, omniav1.ReasonSecretKeyMissing, msg)
+		d.Set(omniav1.ConditionSecretFound, metav1.ConditionFalse, omniav1.ReasonSecretKeyMissing, msg)
+		d.Set(omniav1.ConditionCredentialConfigured, metav1.ConditionFalse, omniav1.ReasonSecretKeyMissing, msg)
 		meta.RemoveStatusCondition(&d.st.Conditions, omniav1.ConditionCredentialValid)
 		return
 	}
-	d.set(omniav1.ConditionSecretFound, metav1.ConditionTrue, omniav1.ReasonSecretFound, fmt.Sprintf("Secret %q has key %s", ref.Name, key))
+	d.Set(omniav1.ConditionSecretFound, metav1.ConditionTrue, omniav1.ReasonSecretFound, fmt.Sprintf("Secret %q has key %s", ref.Name, key))
 	if IsPlaceholder(value) {
 		msg := fmt.Sprintf("key %s of Secret %q holds a placeholder value, not an API key", key, ref.Name)
-		changed := d.set(omniav1.ConditionCredentialConfigured, metav1.ConditionFalse, omniav1.ReasonPlaceholderCredential, msg)
-		d.warnOn(changed, omniav1.EventCredentialInvalid, msg)
+		changed := d.Set(omniav1.ConditionCredentialConfigured, metav1.ConditionFalse, omniav1.ReasonPlaceholderCredential, msg)
+		d.WarnOn(changed, omniav1.EventCredentialInvalid, msg)
 		meta.RemoveStatusCondition(&d.st.Conditions, omniav1.ConditionCredentialValid)
 		return
 	}
-	d.set(omniav1.ConditionCredentialConfigured, metav1.ConditionTrue, omniav1.ReasonSecretFound, fmt.Sprintf("key %s of Secret %q", key, ref.Name))
+	d.Set(omniav1.ConditionCredentialConfigured, metav1.ConditionTrue, omniav1.ReasonSecretFound, fmt.Sprintf("key %s of Secret %q", key, ref.Name))
 	d.credentialValid()
 }
 
 func (d *decider) credentialValid() {
 	pr := d.s.Probe
 	if pr == nil || pr.Verdict == ProbeUnsupported {
-		d.set(omniav1.ConditionCredentialValid, metav1.ConditionUnknown, omniav1.ReasonValidationNotSupported,
+		d.Set(omniav1.ConditionCredentialValid, metav1.ConditionUnknown, omniav1.ReasonValidationNotSupported,
 			fmt.Sprintf("no credential probe for type %s", d.s.Provider.Spec.Type))
 		return
 	}
@@ -311,13 +302,13 @@ func (d *decider) credentialValid() {
 	// write of this status reaches every agent using the Provider.
 	switch pr.Verdict {
 	case ProbeAccepted:
-		d.set(omniav1.ConditionCredentialValid, metav1.ConditionTrue, omniav1.ReasonCredentialAccepted, "the vendor accepted the key")
+		d.Set(omniav1.ConditionCredentialValid, metav1.ConditionTrue, omniav1.ReasonCredentialAccepted, "the vendor accepted the key")
 	case ProbeRejected:
 		msg := "the vendor rejected the key: " + pr.Detail
-		changed := d.set(omniav1.ConditionCredentialValid, metav1.ConditionFalse, omniav1.ReasonCredentialRejected, msg)
-		d.warnOn(changed, omniav1.EventCredentialInvalid, msg)
+		changed := d.Set(omniav1.ConditionCredentialValid, metav1.ConditionFalse, omniav1.ReasonCredentialRejected, msg)
+		d.WarnOn(changed, omniav1.EventCredentialInvalid, msg)
 	default:
-		d.set(omniav1.ConditionCredentialValid, metav1.ConditionUnknown, omniav1.ReasonCredentialValidationError, "could not check the key: "+pr.Detail)
+		d.Set(omniav1.ConditionCredentialValid, metav1.ConditionUnknown, omniav1.ReasonCredentialValidationError, "could not check the key: "+pr.Detail)
 	}
 }
 
@@ -330,14 +321,14 @@ func (d *decider) platformAuth() {
 	a := spec.Auth
 	switch {
 	case a == nil:
-		d.set(omniav1.ConditionAuthConfigured, metav1.ConditionFalse, omniav1.ReasonAuthRequired, "spec.platform needs spec.auth")
+		d.Set(omniav1.ConditionAuthConfigured, metav1.ConditionFalse, omniav1.ReasonAuthRequired, "spec.platform needs spec.auth")
 	case a.Type == omniav1.PlatformAuthWorkloadIdentity:
-		d.set(omniav1.ConditionAuthConfigured, metav1.ConditionTrue, omniav1.ReasonWorkloadIdentityConfigured, "the pod's workload identity authenticates to "+string(spec.Platform.Type))
+		d.Set(omniav1.ConditionAuthConfigured, metav1.ConditionTrue, omniav1.ReasonWorkloadIdentityConfigured, "the pod's workload identity authenticates to "+string(spec.Platform.Type))
 	case a.CredentialsSecretRef == nil:
-		d.set(omniav1.ConditionAuthConfigured, metav1.ConditionFalse, omniav1.ReasonCredentialsSecretRefNeeded, fmt.Sprintf("auth type %s needs auth.credentialsSecretRef", a.Type))
+		d.Set(omniav1.ConditionAuthConfigured, metav1.ConditionFalse, omniav1.ReasonCredentialsSecretRefNeeded, fmt.Sprintf("auth type %s needs auth.credentialsSecretRef", a.Type))
 	case d.s.AuthSecret == nil:
 		msg := fmt.Sprintf("Secret %q not found", a.CredentialsSecretRef.Name)
-		d.set(omniav1.ConditionAuthConfigured, metav1.ConditionFalse, omniav1.ReasonCredentialsSecretNotFound, msg)
+		d.Set(omniav1.ConditionAuthConfigured, metav1.ConditionFalse, omniav1.ReasonCredentialsSecretNotFound, msg)
 		d.retry = fmt.Errorf("check Provider %s/%s: %s", d.s.Provider.Namespace, d.s.Provider.Name, msg)
 	default:
 		keys := omniav1.PlatformCredentialKeys(spec.Platform.Type, a.Type)
@@ -351,11 +342,11 @@ func (d *decider) platformAuth() {
 			}
 		}
 		if len(missing) > 0 {
-			d.set(omniav1.ConditionAuthConfigured, metav1.ConditionFalse, omniav1.ReasonCredentialsSecretNotFound,
+			d.Set(omniav1.ConditionAuthConfigured, metav1.ConditionFalse, omniav1.ReasonCredentialsSecretNotFound,
 				fmt.Sprintf("Secret %q lacks keys %s", a.CredentialsSecretRef.Name, strings.Join(missing, ", ")))
 			return
 		}
-		d.set(omniav1.ConditionAuthConfigured, metav1.ConditionTrue, omniav1.ReasonAuthConfigured, fmt.Sprintf("%s credentials in Secret %q", a.Type, a.CredentialsSecretRef.Name))
+		d.Set(omniav1.ConditionAuthConfigured, metav1.ConditionTrue, omniav1.ReasonAuthConfigured, fmt.Sprintf("%s credentials in Secret %q", a.Type, a.CredentialsSecretRef.Name))
 	}
 }
 
@@ -363,13 +354,13 @@ func (d *decider) model() {
 	spec := &d.s.Provider.Spec
 	switch {
 	case spec.Type == omniav1.ProviderTypeMock:
-		d.set(omniav1.ConditionModelValid, metav1.ConditionTrue, omniav1.ReasonModelNotRequired, "the mock provider needs no model")
+		d.Set(omniav1.ConditionModelValid, metav1.ConditionTrue, omniav1.ReasonModelNotRequired, "the mock provider needs no model")
 	case spec.Model != "":
-		d.set(omniav1.ConditionModelValid, metav1.ConditionTrue, omniav1.ReasonModelSet, "model "+spec.Model)
+		d.Set(omniav1.ConditionModelValid, metav1.ConditionTrue, omniav1.ReasonModelSet, "model "+spec.Model)
 	default:
 		msg := fmt.Sprintf("spec.model is required for type %s", spec.Type)
-		changed := d.set(omniav1.ConditionModelValid, metav1.ConditionFalse, omniav1.ReasonModelMissing, msg)
-		d.warnOn(changed, omniav1.EventModelInvalid, msg)
+		changed := d.Set(omniav1.ConditionModelValid, metav1.ConditionFalse, omniav1.ReasonModelMissing, msg)
+		d.WarnOn(changed, omniav1.EventModelInvalid, msg)
 	}
 }
 

@@ -6,15 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -37,24 +31,15 @@ type Reconciler struct {
 // Reconcile parses one SkillSource's ConfigMap and publishes its skills.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	src := &omniav1.SkillSource{}
-	if err := r.Client.Get(ctx, req.NamespacedName, src); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	if ok, err := kubeutil.Live(ctx, r.Client, req.NamespacedName, src); !ok {
+		return reconcile.Result{}, err
 	}
-	if src.DeletionTimestamp != nil {
-		return reconcile.Result{}, nil
-	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	s := Snapshot{Source: src, Now: metav1.NewTime(now().Truncate(time.Second))}
+	s := Snapshot{Source: src, Now: kubeutil.PassTime(r.Now)}
 	cm := &corev1.ConfigMap{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: src.Namespace, Name: src.Spec.ConfigMapRef.Name}, cm)
-	switch {
-	case err == nil:
+	if found, err := kubeutil.Get(ctx, r.Client, types.NamespacedName{Namespace: src.Namespace, Name: src.Spec.ConfigMapRef.Name}, cm); err != nil {
+		return reconcile.Result{}, err
+	} else if found {
 		s.ConfigMap = cm
-	case !apierrors.IsNotFound(err):
-		return reconcile.Result{}, fmt.Errorf("get ConfigMap %s/%s: %w", src.Namespace, src.Spec.ConfigMapRef.Name, err)
 	}
 	d := Decide(s)
 	if d.Changed {
@@ -75,13 +60,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // ConfigMaps they name. rec, when not nil, is called instead of r (tests
 // wrap r to count passes).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
-	if rec == nil {
-		rec = r
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName).
-		For(&omniav1.SkillSource{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(kubeutil.ByIndex(r.Client, func() client.ObjectList { return &omniav1.SkillSourceList{} }, index.SkillSourceConfigMap))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 3}).
-		Complete(rec)
+	sources := func() client.ObjectList { return &omniav1.SkillSourceList{} }
+	b := kubeutil.Controller{Name: ControllerName, For: &omniav1.SkillSource{}, SpecOnly: true, Workers: 3}.Builder(mgr).
+		Watches(&corev1.ConfigMap{}, kubeutil.EnqueueByIndex(r.Client, sources, index.SkillSourceConfigMap))
+	return kubeutil.Complete(b, r, rec)
 }

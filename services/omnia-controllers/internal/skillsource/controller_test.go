@@ -58,9 +58,8 @@ func statusIs(ns, name string, phase omniav1.SkillSourcePhase, reason string, sk
 		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(s.Status.Conditions, omniav1.ConditionReady)
-		if s.Status.Phase != phase || c == nil || c.Reason != reason {
-			return fmt.Errorf("phase %q Ready %+v, want %s/%s", s.Status.Phase, c, phase, reason)
+		if err := ctrltest.PhaseReason(s.Status.Phase, s.Status.Conditions, phase, omniav1.ConditionReady, reason); err != nil {
+			return err
 		}
 		if skills != nil {
 			var got []string

@@ -5,22 +5,17 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -61,15 +56,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (r *Reconciler) snapshot(ctx context.Context, tr *omniav1.ToolRegistry) (Snapshot, error) {
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
 	catalog := r.Catalog
 	if catalog == nil {
 		catalog = DefaultPlatformCatalog
 	}
-	s := Snapshot{Registry: tr, Catalog: catalog, Now: metav1.NewTime(now().Truncate(time.Second)),
+	s := Snapshot{Registry: tr, Catalog: catalog, Now: kubeutil.PassTime(r.Now),
 		SandboxClasses: map[string]*omniav1.SandboxClass{}, Connections: map[string]*omniav1.Connection{}}
 
 	var pols omniav1.ToolPolicyList
@@ -77,21 +68,11 @@ func (r *Reconciler) snapshot(ctx context.Context, tr *omniav1.ToolRegistry) (Sn
 		return s, fmt.Errorf("list ToolPolicies of %s/%s: %w", tr.Namespace, tr.Name, err)
 	}
 	s.Policies = pols.Items
-	for _, n := range tr.Spec.SandboxClassNames() {
-		c := &omniav1.SandboxClass{}
-		if found, err := r.get(ctx, tr.Namespace, n, c); err != nil {
-			return s, err
-		} else if found {
-			s.SandboxClasses[n] = c
-		}
+	if err := getAll(ctx, r.Client, tr.Namespace, tr.Spec.SandboxClassNames(), s.SandboxClasses); err != nil {
+		return s, err
 	}
-	for _, n := range tr.Spec.ConnectionNames() {
-		c := &omniav1.Connection{}
-		if found, err := r.get(ctx, tr.Namespace, n, c); err != nil {
-			return s, err
-		} else if found {
-			s.Connections[n] = c
-		}
+	if err := getAll(ctx, r.Client, tr.Namespace, tr.Spec.ConnectionNames(), s.Connections); err != nil {
+		return s, err
 	}
 	if Probing(tr) {
 		s.Probes = r.probe(ctx, tr, catalog)
@@ -99,15 +80,23 @@ func (r *Reconciler) snapshot(ctx context.Context, tr *omniav1.ToolRegistry) (Sn
 	return s, nil
 }
 
-func (r *Reconciler) get(ctx context.Context, ns, name string, obj client.Object) (bool, error) {
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)
-	switch {
-	case err == nil:
-		return true, nil
-	case apierrors.IsNotFound(err):
-		return false, nil
+// getAll reads the named objects of ns into into, by name; a missing one
+// is left out, for the decision to judge.
+func getAll[T any, P interface {
+	*T
+	client.Object
+}](ctx context.Context, c client.Reader, ns string, names []string, into map[string]P) error {
+	for _, n := range names {
+		obj := P(new(T))
+		found, err := kubeutil.Get(ctx, c, types.NamespacedName{Namespace: ns, Name: n}, obj)
+		if err != nil {
+			return err
+		}
+		if found {
+			into[n] = obj
+		}
 	}
-	return false, fmt.Errorf("get %T %s/%s: %w", obj, ns, name, err)
+	return nil
 }
 
 // probe dials the network endpoints of the valid handlers.
@@ -138,17 +127,12 @@ func (r *Reconciler) probe(ctx context.Context, tr *omniav1.ToolRegistry, catalo
 // SandboxesValid and SandboxConnectionsValid conditions are judged against
 // them. rec, when not nil, is called instead of r (tests count passes).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
-	if rec == nil {
-		rec = r
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName).
-		For(&omniav1.ToolRegistry{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+	registries := func() client.ObjectList { return &omniav1.ToolRegistryList{} }
+	b := kubeutil.Controller{Name: ControllerName, For: &omniav1.ToolRegistry{}, SpecOnly: true, Workers: 3}.Builder(mgr).
 		Watches(&omniav1.ToolPolicy{}, policyHandler()).
-		Watches(&omniav1.SandboxClass{}, handler.EnqueueRequestsFromMapFunc(r.registriesBy(index.RegistrySandboxClass))).
-		Watches(&omniav1.Connection{}, handler.EnqueueRequestsFromMapFunc(r.registriesBy(index.RegistryConnection))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 3}).
-		Complete(rec)
+		Watches(&omniav1.SandboxClass{}, kubeutil.EnqueueByIndex(r.Client, registries, index.RegistrySandboxClass)).
+		Watches(&omniav1.Connection{}, kubeutil.EnqueueByIndex(r.Client, registries, index.RegistryConnection))
+	return kubeutil.Complete(b, r, rec)
 }
 
 // policyHandler enqueues the registry a ToolPolicy selects; on an update
@@ -171,20 +155,5 @@ func policyHandler() handler.Funcs {
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(q, e.Object)
 		},
-	}
-}
-
-func (r *Reconciler) registriesBy(field string) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		var regs omniav1.ToolRegistryList
-		if err := r.Client.List(ctx, &regs, client.InNamespace(o.GetNamespace()), client.MatchingFields{field: o.GetName()}); err != nil {
-			log.FromContext(ctx).Error(err, "map to ToolRegistries", "object", client.ObjectKeyFromObject(o))
-			return nil
-		}
-		out := make([]reconcile.Request, 0, len(regs.Items))
-		for i := range regs.Items {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&regs.Items[i])})
-		}
-		return out
 	}
 }

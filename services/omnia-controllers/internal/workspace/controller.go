@@ -6,14 +6,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -48,13 +45,10 @@ type Reconciler struct {
 // status, not an error; success asks for no timer.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ws := &omniav1.Workspace{}
-	if err := r.Client.Get(ctx, req.NamespacedName, ws); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if ws.DeletionTimestamp != nil {
-		// The namespace outlives its Workspace; its label is then a stale
-		// claim that another Workspace may take over.
-		return reconcile.Result{}, nil
+	// A Workspace being deleted is left alone: the namespace outlives it,
+	// its label then a stale claim that another Workspace may take over.
+	if ok, err := kubeutil.Live(ctx, r.Client, req.NamespacedName, ws); !ok {
+		return reconcile.Result{}, err
 	}
 	s, err := r.snapshot(ctx, ws)
 	if err != nil {
@@ -77,11 +71,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (r *Reconciler) snapshot(ctx context.Context, ws *omniav1.Workspace) (Snapshot, error) {
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	s := Snapshot{Workspace: ws, Now: metav1.NewTime(now().Truncate(time.Second))}
+	s := Snapshot{Workspace: ws, Now: kubeutil.PassTime(r.Now)}
 	name := ws.Spec.Namespace.Name
 	ns := &corev1.Namespace{}
 	if found, err := r.get(ctx, name, ns); err != nil {
@@ -109,15 +99,9 @@ func (r *Reconciler) snapshot(ctx context.Context, ws *omniav1.Workspace) (Snaps
 	return s, nil
 }
 
+// get reads a cluster-scoped object (a Namespace or a Workspace) by name.
 func (r *Reconciler) get(ctx context.Context, name string, obj client.Object) (bool, error) {
-	err := r.Client.Get(ctx, types.NamespacedName{Name: name}, obj)
-	switch {
-	case err == nil:
-		return true, nil
-	case apierrors.IsNotFound(err):
-		return false, nil
-	}
-	return false, fmt.Errorf("get %T %s: %w", obj, name, err)
+	return kubeutil.Get(ctx, r.Client, types.NamespacedName{Name: name}, obj)
 }
 
 // apply makes the namespace writes. Label changes are patches guarded by
@@ -178,16 +162,10 @@ func (r *Reconciler) patchLabel(ctx context.Context, ns *corev1.Namespace, value
 // a stale claim they may now take over. rec, when not nil, is called
 // instead of r (tests count passes).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
-	if rec == nil {
-		rec = r
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName).
-		For(&omniav1.Workspace{}).
+	b := kubeutil.Controller{Name: ControllerName, For: &omniav1.Workspace{}, Workers: MaxConcurrentReconciles}.Builder(mgr).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.workspacesForNamespace)).
-		Watches(&omniav1.Workspace{}, r.siblingsOnDelete()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles}).
-		Complete(rec)
+		Watches(&omniav1.Workspace{}, r.siblingsOnDelete())
+	return kubeutil.Complete(b, r, rec)
 }
 
 func (r *Reconciler) workspacesForNamespace(ctx context.Context, o client.Object) []reconcile.Request {

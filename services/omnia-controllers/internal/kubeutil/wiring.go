@@ -1,0 +1,55 @@
+package kubeutil
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Controller is the part of a controller's wiring every SetupWithManager
+// of this module shares; each adds its own watches to what Builder
+// returns and ends with Complete.
+type Controller struct {
+	// Name names the controller in logs, metrics and events.
+	Name string
+	// For is the kind the controller reconciles.
+	For client.Object
+	// SpecOnly passes only changes of For's spec (a new generation): the
+	// controller's own status writes would otherwise enqueue the object
+	// again, in a loop.
+	SpecOnly bool
+	// Workers is how many objects reconcile at once; 0 leaves
+	// controller-runtime's default of one.
+	Workers int
+}
+
+// Builder starts the controller on mgr, ready for its watches.
+func (c Controller) Builder(mgr ctrl.Manager) *builder.Builder {
+	var opts []builder.ForOption
+	if c.SpecOnly {
+		opts = append(opts, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	}
+	b := ctrl.NewControllerManagedBy(mgr).Named(c.Name).For(c.For, opts...)
+	if c.Workers > 0 {
+		b = b.WithOptions(controller.Options{MaxConcurrentReconciles: c.Workers})
+	}
+	return b
+}
+
+// Complete finishes the wiring: passes go to rec, or to r when rec is nil
+// (tests hand in a wrapper of r that counts or holds passes).
+func Complete(b *builder.Builder, r, rec reconcile.Reconciler) error {
+	if rec == nil {
+		rec = r
+	}
+	return b.Complete(rec)
+}
+
+// EnqueueByIndex is ByIndex as a watch's event handler.
+func EnqueueByIndex(c client.Client, newList func() client.ObjectList, field string) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(ByIndex(c, newList, field))
+}

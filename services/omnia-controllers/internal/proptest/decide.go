@@ -1,0 +1,46 @@
+package proptest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Decide runs decide on in and checks the two properties every
+// controller's decision promises on any input: it leaves its input as it
+// was, and deciding again on an equal input gives the same decision.
+// fresh returns an input equal to its argument that shares no memory
+// decide could write (the snapshot with its object deep-copied); same
+// tells whether two decisions are the same.
+func Decide[S, D any](in S, fresh func(S) S, decide func(S) D, same func(a, b D) bool) (D, error) {
+	before := fresh(in)
+	d := decide(in)
+	if !equality.Semantic.DeepEqual(before, in) {
+		return d, fmt.Errorf("Decide changed its input: %s", Diff(before, in))
+	}
+	if again := decide(fresh(before)); !same(d, again) {
+		return d, fmt.Errorf("two decisions on one input differ: %s", Diff(d, again))
+	}
+	return d, nil
+}
+
+// Written is the status the next pass reads back: the decided one as the
+// API server stores it when the decision writes it (changed), else old,
+// the status already stored. The fixed-point properties decide again on
+// it.
+func Written[T any](decided, old T, changed bool) (T, error) {
+	stored, err := Stored(decided)
+	if err != nil || changed {
+		return stored, err
+	}
+	return old, nil
+}
+
+// Later is the time of a later pass: a whole number of seconds, at least
+// one and at most within, after now.
+func Later(r *rand.Rand, now metav1.Time, within time.Duration) metav1.Time {
+	return metav1.NewTime(now.Add(time.Duration(1+r.IntN(int(within/time.Second))) * time.Second))
+}
