@@ -11,9 +11,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"sigs.k8s.io/yaml"
 
 	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/libs/testenv/rbacaudit"
 )
 
 // kustomize renders a kustomization with the kubectl built alongside the
@@ -31,102 +31,28 @@ func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())
 	}
-	var objs []*unstructured.Unstructured
-	for _, doc := range strings.Split(string(out), "\n---\n") {
-		js, err := yaml.YAMLToJSON([]byte(doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s := strings.TrimSpace(string(js)); s == "null" || s == "{}" {
-			continue
-		}
-		o := &unstructured.Unstructured{}
-		if err := o.UnmarshalJSON(js); err != nil {
-			t.Fatal(err)
-		}
-		objs = append(objs, o)
+	objs, err := rbacaudit.Decode(out)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return objs
 }
 
 // grants expands RBAC objects into what each ServiceAccount may do, one
-// string per ServiceAccount, scope, API group, resource, resource name and
-// verb: "ns/sa | cluster | apps | deployments | * | get". A RoleBinding's
-// grants are scoped to its namespace. Role and binding names do not count.
+// line per single permission, keyed by "ns/sa". Role and binding names do
+// not count, so two installs granting the same things compare equal.
 func grants(t *testing.T, objs []*unstructured.Unstructured) map[string]sets.Set[string] {
 	t.Helper()
-	roles := map[string]*unstructured.Unstructured{} // "Kind ns/name"
-	for _, o := range objs {
-		if o.GetKind() == "Role" || o.GetKind() == "ClusterRole" {
-			roles[key(o.GetKind(), o.GetNamespace(), o.GetName())] = o
-		}
+	all, err := rbacaudit.Grants(objs)
+	if err != nil {
+		t.Error(err)
 	}
 	out := map[string]sets.Set[string]{}
-	for _, b := range objs {
-		if b.GetKind() != "RoleBinding" && b.GetKind() != "ClusterRoleBinding" {
-			continue
+	for _, g := range all {
+		if out[g.ServiceAccount] == nil {
+			out[g.ServiceAccount] = sets.New[string]()
 		}
-		refKind, _, _ := unstructured.NestedString(b.Object, "roleRef", "kind")
-		refName, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
-		roleNS, scope := "", "cluster"
-		if b.GetKind() == "RoleBinding" {
-			scope = "namespace " + b.GetNamespace()
-			if refKind == "Role" {
-				roleNS = b.GetNamespace()
-			}
-		}
-		role, ok := roles[key(refKind, roleNS, refName)]
-		if !ok {
-			t.Errorf("%s %s/%s binds %s %s, which is not rendered", b.GetKind(), b.GetNamespace(), b.GetName(), refKind, refName)
-			continue
-		}
-		subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
-		for _, s := range subjects {
-			sub := s.(map[string]any)
-			if sub["kind"] != "ServiceAccount" {
-				t.Errorf("%s %s binds a %v; only ServiceAccounts are expected", b.GetKind(), b.GetName(), sub["kind"])
-				continue
-			}
-			ns, _ := sub["namespace"].(string)
-			if ns == "" {
-				ns = b.GetNamespace() // the RBAC authorizer's default for a RoleBinding
-			}
-			sa := ns + "/" + sub["name"].(string)
-			if out[sa] == nil {
-				out[sa] = sets.New[string]()
-			}
-			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
-			for _, r := range rules {
-				rule := r.(map[string]any)
-				names := strs(rule["resourceNames"])
-				if len(names) == 0 {
-					names = []string{"*"}
-				}
-				for _, g := range strs(rule["apiGroups"]) {
-					for _, res := range strs(rule["resources"]) {
-						for _, n := range names {
-							for _, v := range strs(rule["verbs"]) {
-								out[sa].Insert(strings.Join([]string{sa, scope, g, res, n, v}, " | "))
-							}
-						}
-					}
-				}
-				for _, u := range strs(rule["nonResourceURLs"]) {
-					for _, v := range strs(rule["verbs"]) {
-						out[sa].Insert(strings.Join([]string{sa, scope, "url " + u, v}, " | "))
-					}
-				}
-			}
-		}
-	}
-	return out
-}
-
-func strs(v any) []string {
-	l, _ := v.([]any)
-	out := make([]string, 0, len(l))
-	for _, x := range l {
-		out = append(out, x.(string))
+		out[g.ServiceAccount].Insert(g.String())
 	}
 	return out
 }

@@ -1,0 +1,42 @@
+package sinkstest
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// payloadTime is the one field of a payload that changes from one run to
+// the next.
+var payloadTime = regexp.MustCompile(`"time":"[^"]+"`)
+
+// CheckGolden checks each line of got (what a file sink received) against
+// the payload schema, then compares got, with every time set to one fixed
+// instant, with the golden file at path: the payload format is a contract
+// with receivers, so any change shows up as a diff to review.
+// AGENTPLANE_UPDATE_GOLDEN=1 rewrites the file instead.
+func CheckGolden(t testing.TB, path string, got []byte) {
+	t.Helper()
+	for _, line := range bytes.Split(bytes.TrimSuffix(got, []byte("\n")), []byte("\n")) {
+		Check(t, line)
+	}
+	got = payloadTime.ReplaceAll(got, []byte(`"time":"2026-12-01T10:00:00Z"`))
+	if os.Getenv("AGENTPLANE_UPDATE_GOLDEN") == "1" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (AGENTPLANE_UPDATE_GOLDEN=1 creates it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (AGENTPLANE_UPDATE_GOLDEN=1 rewrites it if intended)\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
