@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	kevents "k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
@@ -68,10 +69,22 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("clientset: %w", err)
 	}
+	// Each Agent's transitions become Kubernetes Events. The recorder sends
+	// them in the background, aggregated and rate-limited as client-go does,
+	// until the controller has stopped: recording outlives ctx so the last
+	// transitions of the drain still go out.
+	broadcaster := kevents.NewBroadcaster(&kevents.EventSinkImpl{Interface: kube.EventsV1()})
+	recordCtx, stopRecording := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRecording()
+	if err := broadcaster.StartRecordingToSinkWithContext(recordCtx); err != nil {
+		return fmt.Errorf("event recorder: %w", err)
+	}
+	defer broadcaster.Shutdown()
 	m := metrics.New()
 	opts := controller.Options{
 		Namespace: cfg.WatchNamespace, Workers: cfg.Workers, PollInterval: cfg.PollInterval, PageSize: cfg.PageSize, Log: log,
 		BatchCleanupBackoff: cfg.BatchCleanupBackoff, RealtimeKeyNamespace: cfg.RealtimeKeyNamespace,
+		Recorder: broadcaster.NewRecorder(scheme, config.Name),
 		Reconcile: decision.Config{
 			MaxOutputBytes: cfg.MaxOutputBytes, RealtimeEnabled: cfg.RealtimeEnabled,
 			BatchEnabled: cfg.BatchEnabled, BatchPoll: cfg.BatchPoll, BatchTimeoutUnit: cfg.BatchTimeoutUnit,
@@ -132,8 +145,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		}
 	}
 	if !cfg.LeaderElection.Enabled {
-		state.SetLeader(true)
-		lead(ctx)
+		leader.RunWithoutElection(ctx, leader.Config{OnLeading: lead, State: state, Metrics: m})
 		return nil
 	}
 	le := cfg.LeaderElection

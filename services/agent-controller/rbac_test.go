@@ -4,72 +4,38 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/realtime"
-	batchpb "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
+	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/libs/testenv/rbacaudit"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/config"
 )
 
 // sysNS is the install's namespace: deploy/ binds the ServiceAccount there.
 const sysNS = "agentplane-system"
 
-// grant is one verb RBAC allows the ServiceAccount: on resource (with its
-// "/subresource") of group, in namespace ("" for every namespace), on the
-// object called name ("" for any).
-type grant struct{ namespace, group, resource, name, verb string }
-
-func (g grant) String() string {
-	scope := "cluster-wide"
-	if g.namespace != "" {
-		scope = "in " + g.namespace
-	}
-	res := g.resource
-	if g.group != "" {
-		res = g.group + "/" + res
-	}
-	if g.name != "" {
-		res += " " + g.name
-	}
-	return fmt.Sprintf("%s %s %s", g.verb, res, scope)
-}
-
-func (g grant) allows(r apiRequest) bool {
-	return g.verb == r.verb && g.group == r.group && g.resource == r.resource &&
-		(g.namespace == "" || g.namespace == r.namespace) && (g.name == "" || g.name == r.name)
-}
-
 // installRBAC creates what the files (relative to deploy/) declare, in the
 // namespace the kustomize install puts them in, until the test ends, and
 // returns every verb they grant the agent-controller ServiceAccount.
-func installRBAC(t *testing.T, files ...string) []grant {
+func installRBAC(t *testing.T, files ...string) []rbacaudit.Grant {
 	t.Helper()
 	var objs []*unstructured.Unstructured
 	for _, f := range files {
@@ -77,263 +43,38 @@ func installRBAC(t *testing.T, files ...string) []grant {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, doc := range strings.Split(string(raw), "\n---\n") {
-			obj := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			if len(obj.Object) == 0 {
-				continue
-			}
-			switch obj.GetKind() {
-			case "ServiceAccount", "Role", "RoleBinding":
-				obj.SetNamespace(sysNS)
-			}
-			if err := env.Client.Create(context.Background(), obj); err != nil {
-				t.Fatalf("create %s %s: %v", obj.GetKind(), obj.GetName(), err)
-			}
-			if obj.GetNamespace() == "" {
-				// The namespace takes the rest with it.
-				t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
-			}
-			objs = append(objs, obj)
+		o, err := rbacaudit.Decode(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
 		}
+		objs = append(objs, o...)
 	}
-	roles := map[string]*unstructured.Unstructured{}
+	rbacaudit.Install(t, env.Client, sysNS, objs)
 	for _, o := range objs {
-		roles[o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName()] = o
-	}
-	var out []grant
-	for _, b := range objs {
-		if b.GetKind() != "RoleBinding" && b.GetKind() != "ClusterRoleBinding" {
-			continue
-		}
-		subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
-		if !slices.ContainsFunc(subjects, func(s any) bool {
-			sub := s.(map[string]any)
-			ns, _ := sub["namespace"].(string)
-			return sub["kind"] == "ServiceAccount" && sub["name"] == "agent-controller" && (ns == sysNS || ns == "" && b.GetNamespace() == sysNS)
-		}) {
-			continue
-		}
-		kind, _, _ := unstructured.NestedString(b.Object, "roleRef", "kind")
-		name, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
-		scope, roleNS := "", ""
-		if b.GetKind() == "RoleBinding" {
-			scope = b.GetNamespace()
-			if kind == "Role" {
-				roleNS = scope
-			}
-		}
-		role, ok := roles[kind+" "+roleNS+"/"+name]
-		if !ok {
-			t.Fatalf("%s %s binds %s %s, which is not installed", b.GetKind(), b.GetName(), kind, name)
-		}
-		rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
-		for _, r := range rules {
-			rule := r.(map[string]any)
-			names := strs(rule["resourceNames"])
-			if len(names) == 0 {
-				names = []string{""}
-			}
-			for _, g := range strs(rule["apiGroups"]) {
-				for _, res := range strs(rule["resources"]) {
-					for _, n := range names {
-						for _, v := range strs(rule["verbs"]) {
-							out = append(out, grant{namespace: scope, group: g, resource: res, name: n, verb: v})
-						}
-					}
-				}
-			}
+		switch o.GetKind() {
+		case "ServiceAccount", "Role", "RoleBinding":
+			o.SetNamespace(sysNS)
 		}
 	}
-	return out
-}
-
-func strs(v any) []string {
-	l, _ := v.([]any)
-	out := make([]string, 0, len(l))
-	for _, x := range l {
-		out = append(out, x.(string))
-	}
-	return out
-}
-
-// apiRequest is one request the controller made, as RBAC names it, and
-// the status it got.
-type apiRequest struct {
-	verb, group, resource, namespace, name string
-	code                                   int
-}
-
-// apiRecorder passes requests on and records each resource request.
-type apiRecorder struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	reqs []apiRequest
-}
-
-func (a *apiRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := a.next.RoundTrip(req)
-	if r, ok := resourceRequest(req); ok {
-		if err == nil {
-			r.code = resp.StatusCode
-		}
-		a.mu.Lock()
-		a.reqs = append(a.reqs, r)
-		a.mu.Unlock()
-	}
-	return resp, err
-}
-
-func (a *apiRecorder) requests() []apiRequest {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.reqs)
-}
-
-// resourceRequest names req as the RBAC authorizer does; discovery and the
-// other non-resource URLs are not resource requests.
-func resourceRequest(req *http.Request) (apiRequest, bool) {
-	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
-	var r apiRequest
-	switch {
-	case len(parts) >= 3 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 4 && parts[0] == "apis":
-		r.group, parts = parts[1], parts[3:]
-	default:
-		return r, false
-	}
-	if len(parts) >= 3 && parts[0] == "namespaces" {
-		r.namespace, parts = parts[1], parts[2:]
-	}
-	r.resource = parts[0]
-	if len(parts) > 1 {
-		r.name = parts[1]
-	}
-	if len(parts) > 2 {
-		r.resource += "/" + parts[2]
-	}
-	switch w := req.URL.Query().Get("watch"); {
-	case req.Method == http.MethodGet && (w == "true" || w == "1"):
-		r.verb = "watch"
-	case req.Method == http.MethodGet && r.name != "":
-		r.verb = "get"
-	case req.Method == http.MethodGet:
-		r.verb = "list"
-	case req.Method == http.MethodPost:
-		r.verb = "create"
-	case req.Method == http.MethodPut:
-		r.verb = "update"
-	case req.Method == http.MethodPatch:
-		r.verb = "patch"
-	case req.Method == http.MethodDelete && r.name != "":
-		r.verb = "delete"
-	case req.Method == http.MethodDelete:
-		r.verb = "deletecollection"
-	}
-	return r, true
-}
-
-// serviceAccountKubeconfig writes a kubeconfig that reaches the API server
-// as the agent-controller ServiceAccount, through a proxy that records
-// every request, and returns its path and the recorder.
-func serviceAccountKubeconfig(t *testing.T) (string, *apiRecorder) {
-	t.Helper()
-	asSA := rest.CopyConfig(env.Config)
-	asSA.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:" + sysNS + ":agent-controller",
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + sysNS, "system:authenticated"},
-	}
-	rt, err := rest.TransportFor(asSA)
+	all, err := rbacaudit.Grants(objs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	target, _, err := rest.DefaultServerUrlFor(asSA)
-	if err != nil {
-		t.Fatal(err)
+	var mine []rbacaudit.Grant
+	for _, g := range all {
+		if g.ServiceAccount == sysNS+"/agent-controller" {
+			mine = append(mine, g)
+		}
 	}
-	rec := &apiRecorder{next: rt}
-	srv := httptest.NewServer(&httputil.ReverseProxy{
-		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
-		Transport:     rec,
-		FlushInterval: -1, // watches stream
-		ErrorLog:      log.New(io.Discard, "", 0),
-	})
-	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["recorded"] = &clientcmdapi.Cluster{Server: srv.URL}
-	kc.AuthInfos["agent-controller"] = &clientcmdapi.AuthInfo{}
-	kc.Contexts["agent-controller"] = &clientcmdapi.Context{Cluster: "recorded", AuthInfo: "agent-controller"}
-	kc.CurrentContext = "agent-controller"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
+	if len(mine) == 0 {
+		t.Fatalf("%v grant the agent-controller ServiceAccount nothing: the checks would be empty", files)
 	}
-	return path, rec
-}
-
-// fakePoller is batch-poller with a vendor that finishes every batch at
-// once: what the controller does with the Kubernetes API for a batch run
-// does not depend on what stands behind batch-poller.
-type fakePoller struct {
-	batchpb.UnimplementedBatchServiceServer
-}
-
-func (fakePoller) Submit(_ context.Context, req *batchpb.SubmitRequest) (*batchpb.SubmitResponse, error) {
-	return &batchpb.SubmitResponse{BatchId: "batch-" + req.GetRun().GetUid(), Provider: batchpb.Provider_PROVIDER_ANTHROPIC}, nil
-}
-
-func (fakePoller) Get(context.Context, *batchpb.GetRequest) (*batchpb.GetResponse, error) {
-	return &batchpb.GetResponse{State: batchpb.State_STATE_SUCCEEDED,
-		Lines: []string{`{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"done","session_id":"s-1"}`}}, nil
-}
-
-func (fakePoller) Cancel(context.Context, *batchpb.CancelRequest) (*batchpb.CancelResponse, error) {
-	return &batchpb.CancelResponse{State: batchpb.State_STATE_FAILED}, nil
-}
-
-func (fakePoller) Delete(context.Context, *batchpb.DeleteRequest) (*batchpb.DeleteResponse, error) {
-	return &batchpb.DeleteResponse{}, nil
-}
-
-func startPoller(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := grpc.NewServer()
-	batchpb.RegisterBatchServiceServer(s, fakePoller{})
-	go func() { _ = s.Serve(lis) }()
-	t.Cleanup(s.Stop)
-	return lis.Addr().String()
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
+	return mine
 }
 
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, 60*time.Second, what, cond)
 }
 
 func agentIn(ns, name string) (*agentsv1alpha1.Agent, error) {
@@ -382,8 +123,9 @@ func finishPod(t *testing.T, ns, job string) {
 // and the realtime component), against an API server that also enforces
 // blockOwnerDeletion permissions, and drives every kind of work the
 // controller does: leader election, a Job run and its history pruning,
-// missing references, a batch run and its cleanup at the provider, and a
-// realtime run with its token Secret. No request may be refused, and every
+// missing references, a batch run and its cleanup at the provider, a
+// cleanup that fails until it gives up, a realtime run with its token
+// Secret, and the Events of them all. No request may be refused, and every
 // verb the RBAC grants must have been used: a grant nothing needs is a
 // permission an attacker holding the token gets for free.
 func TestInstalledRBACIsEnough(t *testing.T) {
@@ -398,10 +140,10 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 		Data: map[string][]byte{realtime.KeySecretKey: []byte(strings.Repeat("k", 32))}}); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig, rec := serviceAccountKubeconfig(t)
+	kubeconfig, rec := rbacaudit.RecordedKubeconfig(t, env.Config, sysNS, "agent-controller")
 	cfg, err := config.Parse([]string{
 		"--kubeconfig=" + kubeconfig, "--pod-name=rbac-test", "--pod-namespace=" + sysNS,
-		"--metrics-bind-address=" + freeAddr(t), "--health-probe-bind-address=" + freeAddr(t), "--shutdown-timeout=5s",
+		"--metrics-bind-address=" + testenv.FreeAddr(t), "--health-probe-bind-address=" + testenv.FreeAddr(t), "--shutdown-timeout=5s",
 		"--leader-elect=true", "--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms",
 		"--poll-interval=1s", "--realtime-enabled",
 		"--batch-enabled", "--batch-poller-address=" + startPoller(t), "--batch-poll-seconds=0.2", "--batch-cleanup-backoff=200ms",
@@ -496,6 +238,45 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 				return nil
 			})
 		}},
+		{"a batch cleanup that keeps failing records its Events, the repeats as one series, and gives up", agent(stuckAgent, "batch"), func(t *testing.T) {
+			eventually(t, "the cleanup given up", func() error {
+				a, err := agentIn(ns, stuckAgent)
+				if err != nil {
+					return err
+				}
+				if len(a.Finalizers) > 0 || a.Status.BatchCleanupAttempts != agentsv1alpha1.MaxBatchCleanupAttempts {
+					return fmt.Errorf("finalizers %v after %d attempts", a.Finalizers, a.Status.BatchCleanupAttempts)
+				}
+				return nil
+			})
+			// The repeats of CleanupFailed join the first one's series: the
+			// recorder patches it.
+			eventually(t, "the Events of the cleanup", func() error {
+				evs, err := env.Kube.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+				if err != nil {
+					return err
+				}
+				var series int32
+				gaveUp := false
+				for _, e := range evs.Items {
+					if e.Regarding.Name != stuckAgent {
+						continue
+					}
+					switch e.Reason {
+					case "CleanupFailed":
+						if e.Series != nil {
+							series = e.Series.Count
+						}
+					case "CleanupGivenUp":
+						gaveUp = true
+					}
+				}
+				if series < 2 || !gaveUp {
+					return fmt.Errorf("CleanupFailed series count %d, CleanupGivenUp recorded %v", series, gaveUp)
+				}
+				return nil
+			})
+		}},
 		{"a realtime run gets its token Secret and Job", agent("realtime", "realtime"), func(t *testing.T) {
 			eventually(t, "the realtime run Running", phaseIs(ns, "realtime", agentsv1alpha1.PhaseRunning))
 			a, err := agentIn(ns, "realtime")
@@ -518,25 +299,25 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 	// Stepping down releases the Lease: that write is the run's too.
 	stop()
 
-	reqs := rec.requests()
+	reqs := rec.Requests()
 	t.Run("no request of the ServiceAccount is refused", func(t *testing.T) {
 		for _, r := range reqs {
-			if r.code == http.StatusForbidden {
-				t.Errorf("refused: %s %s/%s %s/%s", r.verb, r.group, r.resource, r.namespace, r.name)
+			if r.Code == http.StatusForbidden {
+				t.Errorf("refused: %s %s/%s %s/%s", r.Verb, r.Group, r.Resource, r.Namespace, r.Name)
 			}
 		}
 	})
 	// The API server checks agents/finalizers, not the controller: each
 	// Job and token Secret created blocks its Agent's deletion.
-	blocking := slices.ContainsFunc(reqs, func(r apiRequest) bool {
-		return r.verb == "create" && (r.resource == "jobs" || r.resource == "secrets") && r.code == http.StatusCreated
+	blocking := slices.ContainsFunc(reqs, func(r rbacaudit.Request) bool {
+		return r.Verb == "create" && (r.Resource == "jobs" || r.Resource == "secrets") && r.Code == http.StatusCreated
 	})
 	t.Run("every verb the RBAC grants is used", func(t *testing.T) {
 		for _, g := range grants {
-			used := slices.ContainsFunc(reqs, func(r apiRequest) bool {
-				return g.allows(r) && r.code != 0 && r.code != http.StatusForbidden
+			used := slices.ContainsFunc(reqs, func(r rbacaudit.Request) bool {
+				return g.Allows(r) && r.Code != 0 && r.Code != http.StatusForbidden
 			})
-			if g.group == agentsv1alpha1.GroupVersion.Group && g.resource == "agents/finalizers" && g.verb == "update" {
+			if g.Group == agentsv1alpha1.GroupVersion.Group && g.Resource == "agents/finalizers" && g.Verb == "update" {
 				used = blocking
 			}
 			if !used {

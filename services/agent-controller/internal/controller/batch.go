@@ -200,6 +200,7 @@ func (c *Controller) cleanupBatch(ctx context.Context, key string, a *agentsv1al
 		return resultError, fmt.Errorf("record cleanup attempt: %w", perr)
 	}
 	c.storeIfNewer(patched)
+	c.record(decision.AgentRef(patched), decision.CleanupEvent(patched, next, giveUp, err.Error()))
 	if giveUp {
 		c.log.Warn("giving up batch cleanup; the provider object is left behind", "agent", key,
 			"batch", a.Status.BatchID, "provider", a.Status.BatchProvider, "attempts", next)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	kevents "k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,6 +63,9 @@ type Options struct {
 	// BatchCleanupBackoff is the wait before retrying a failed batch
 	// cleanup, doubled per attempt; default 1s.
 	BatchCleanupBackoff time.Duration
+	// Recorder records the Kubernetes Events of each Agent's transitions
+	// (events.k8s.io/v1); nil records none.
+	Recorder kevents.EventRecorder
 }
 
 // Controller drives Agents through their lifecycle.
@@ -277,11 +281,18 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-// stationLock serialises admissions per Station, so two workers never both
-// take the last slot.
-func (c *Controller) stationLock(key string) *sync.Mutex {
+// lockAdmission serialises admissions per Station, so two workers never
+// both take the last slot, and returns the unlock. Admission under a limit
+// reads the Station's runs and adds one; an unlimited Station (or none)
+// needs no lock.
+func (c *Controller) lockAdmission(station *agentsv1alpha1.Station, key string) (unlock func()) {
+	if station == nil || station.Spec.EffectiveMaxConcurrent() <= 0 {
+		return func() {}
+	}
 	l, _ := c.locks.LoadOrStore(key, &sync.Mutex{})
-	return l.(*sync.Mutex)
+	mu := l.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
 }
 
 // cachedRuns returns the cached Agents of a Station.

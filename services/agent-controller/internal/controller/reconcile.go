@@ -76,11 +76,7 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 		}
 		// A timeout may fall back to a Job: that admission reads the
 		// Station's runs like any other.
-		if snap.Station != nil && snap.Station.Spec.EffectiveMaxConcurrent() > 0 {
-			l := c.stationLock(stationKey)
-			l.Lock()
-			defer l.Unlock()
-		}
+		defer c.lockAdmission(snap.Station, stationKey)()
 		c.readSlots(&snap, stationKey)
 	case decision.NeedsJob(agent):
 		if err := c.readRun(ctx, &snap); err != nil {
@@ -97,13 +93,7 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 			}
 			return resultError, err
 		}
-		if snap.Station != nil && snap.Station.Spec.EffectiveMaxConcurrent() > 0 {
-			// Admission under a limit reads the Station's runs and adds
-			// one: serialise it per Station. Unlimited Stations need no lock.
-			l := c.stationLock(stationKey)
-			l.Lock()
-			defer l.Unlock()
-		}
+		defer c.lockAdmission(snap.Station, stationKey)()
 		c.readSlots(&snap, stationKey)
 	}
 	snap.Now = c.opts.Now()
@@ -335,10 +325,15 @@ func (c *Controller) applyOnce(ctx context.Context, agent *agentsv1alpha1.Agent,
 		switch {
 		case apierrors.IsConflict(err):
 			return nil, resultConflict, nil
-		case err != nil && !apierrors.IsNotFound(err):
+		case apierrors.IsNotFound(err):
+			// Gone already: whoever deleted it tells its story.
+			continue
+		case err != nil:
 			return nil, resultError, fmt.Errorf("preempt Agent %s: %w", v.Name, err)
 		}
 		c.log.Info("preempted the oldest running run (concurrencyPolicy Replace)", "agent", v.Name, "for", agent.Name, "station", agent.Spec.StationRef)
+		victim.UID = v.UID
+		c.record(decision.AgentRef(victim), v.Event)
 	}
 	if plan.Submit != nil {
 		refused, retry := c.submit(ctx, snap, &plan)
@@ -401,6 +396,7 @@ func (c *Controller) applyOnce(ctx context.Context, agent *agentsv1alpha1.Agent,
 			lines = snap.Batch.Lines
 		}
 		c.notify(ctx, plan.Notice, patched, snap.Definition, lines)
+		c.record(decision.AgentRef(patched), plan.Events...)
 		c.log.Info("agent status", "agent", agent.Namespace+"/"+agent.Name, "phase", patched.Status.Phase,
 			"job", patched.Status.JobName, "reason", patched.Status.FailureReason)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -33,7 +34,11 @@ func admit(s Snapshot, held bool) (plan Plan, ok bool) {
 	sort.SliceStable(running, func(i, j int) bool { return startedBefore(running[i], running[j]) })
 	over := len(running) + s.InFlight - limit + 1
 	for i := 0; i < over && i < len(running); i++ {
-		plan.Preempt = append(plan.Preempt, Victim{Name: running[i].Name, ResourceVersion: running[i].ResourceVersion})
+		v := running[i]
+		ev := newEvent(corev1.EventTypeNormal, EventPreempted, actionPreempt,
+			fmt.Sprintf("deleted to make room for Agent %s: Station %s runs %d at once (concurrencyPolicy Replace)", s.Agent.Name, s.Station.Name, limit))
+		ev.Related = AgentRef(s.Agent)
+		plan.Preempt = append(plan.Preempt, Victim{Name: v.Name, UID: v.UID, ResourceVersion: v.ResourceVersion, Event: ev})
 	}
 	plan.Outcome.Preempted = len(plan.Preempt)
 	if len(running)-len(plan.Preempt)+s.InFlight >= limit {
@@ -62,9 +67,11 @@ func queue(s Snapshot) Plan {
 		st.Phase = agentsv1alpha1.PhasePending
 	}
 	setCondition(st, s, agentsv1alpha1.ConditionResolved, metav1.ConditionTrue, agentsv1alpha1.ReasonResolved, "Station and AgentDefinition found")
-	setCondition(st, s, agentsv1alpha1.ConditionStarted, metav1.ConditionFalse, agentsv1alpha1.ReasonQueued,
-		fmt.Sprintf("waiting for a free slot of Station %s (concurrencyPolicy %s)", s.Station.Name, policyOf(s.Station)))
-	return Plan{Status: st, Outcome: Outcome{Queued: true}}
+	msg := fmt.Sprintf("waiting for a free slot of Station %s (concurrencyPolicy %s)", s.Station.Name, policyOf(s.Station))
+	setCondition(st, s, agentsv1alpha1.ConditionStarted, metav1.ConditionFalse, agentsv1alpha1.ReasonQueued, msg)
+	// Recorded with the write that shows the run queued, which a run
+	// already shown queued does not repeat: once per run.
+	return Plan{Status: st, Events: []Event{newEvent(corev1.EventTypeNormal, EventQueued, actionAdmit, msg)}, Outcome: Outcome{Queued: true}}
 }
 
 // policyOf is the Station's concurrency policy, Allow when unset.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
@@ -82,18 +83,10 @@ func submitBatch(s Snapshot) Plan {
 		sub.OutputSchema = string(def.Output.Schema.Raw)
 	}
 	st := a.Status.DeepCopy()
-	st.Phase = agentsv1alpha1.PhaseRunning
 	st.BatchProvider = provider
-	st.StartedAt = &metav1.Time{Time: s.Now}
-	st.ObservedGeneration = a.Generation
-	setCondition(st, s, agentsv1alpha1.ConditionResolved, metav1.ConditionTrue, agentsv1alpha1.ReasonResolved, "Station and AgentDefinition found")
-	setCondition(st, s, agentsv1alpha1.ConditionStarted, metav1.ConditionTrue, agentsv1alpha1.ReasonBatchSubmitted,
-		"submitted to the "+string(provider)+" batch API")
+	start(&plan, s, st, agentsv1alpha1.ReasonBatchSubmitted, "submitted to the "+string(provider)+" batch API", nil)
 	plan.Submit = sub
-	plan.Status = st
 	plan.Notice = NoticeStarted
-	plan.Outcome.Started = true
-	plan.Outcome.QueueWait = s.Now.Sub(a.CreationTimestamp.Time)
 	return plan
 }
 
@@ -130,16 +123,19 @@ func followBatch(s Snapshot) Plan {
 	if s.Definition != nil {
 		def = s.Definition.Spec.Batch
 	}
+	timedOut := fmt.Sprintf("batch %s timed out after %d minutes", a.Status.BatchID, def.EffectiveTimeoutMinutes())
 	if def.EffectiveOnTimeout() == agentsv1alpha1.OnTimeoutFail || s.Definition == nil {
 		plan := finish(s, st, agentsv1alpha1.PhaseFailed, 1, "", ReasonBatchTimedOut, FailureJobFailed)
 		plan.Notice = NoticeTimeout
+		plan.Events = append([]Event{newEvent(corev1.EventTypeWarning, EventBatchTimeout, actionFinish, timedOut+"; the run fails (onTimeout fail)")}, plan.Events...)
 		return plan
 	}
 	st.BatchFallback = true
 	st.ObservedGeneration = a.Generation
 	setCondition(st, s, agentsv1alpha1.ConditionStarted, metav1.ConditionTrue, agentsv1alpha1.ReasonBatchFallback,
 		fmt.Sprintf("batch timed out after %d minutes; running as a Job", def.EffectiveTimeoutMinutes()))
-	plan := Plan{Status: st, Notice: NoticeTimeout}
+	plan := Plan{Status: st, Notice: NoticeTimeout,
+		Events: []Event{newEvent(corev1.EventTypeWarning, EventBatchTimeout, actionFinish, timedOut+"; the run falls back to a Job (onTimeout fallback)")}}
 	return fallbackJob(s, st, plan)
 }
 
@@ -151,7 +147,7 @@ func fallbackJob(s Snapshot, st *agentsv1alpha1.AgentStatus, plan Plan) Plan {
 		// The Job cannot be built without them; fail as a Pending run would.
 		reason := fmt.Sprintf("Station %q or its AgentDefinition not found for the fallback Job", s.Agent.Spec.StationRef)
 		p := finish(s, st, agentsv1alpha1.PhaseFailed, 1, "", reason, FailureMissingRef)
-		p.Notice = plan.Notice
+		p.Notice, p.Events = plan.Notice, append(plan.Events, p.Events...)
 		return p
 	}
 	if !hasSlot(s) {
@@ -163,12 +159,15 @@ func fallbackJob(s Snapshot, st *agentsv1alpha1.AgentStatus, plan Plan) Plan {
 	})
 	if err != nil {
 		p := finish(s, st, agentsv1alpha1.PhaseFailed, 1, "", err.Error(), FailureJobFailed)
-		p.Notice = plan.Notice
+		p.Notice, p.Events = plan.Notice, append(plan.Events, p.Events...)
 		return p
 	}
 	st.JobName = job.Name
 	plan.Status = st
 	plan.CreateJob = job
+	created := newEvent(corev1.EventTypeNormal, EventJobCreated, actionCreate, "Job "+job.Name+" created: the batch run falls back to a Job")
+	created.Related = jobRef(job.Namespace, job.Name)
+	plan.Events = append(plan.Events, created)
 	return plan
 }
 

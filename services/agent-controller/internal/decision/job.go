@@ -6,7 +6,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
@@ -64,16 +63,9 @@ func startJob(s Snapshot) Plan {
 		return refuseInvalid(s, err.Error())
 	}
 	st := a.Status.DeepCopy()
-	st.Phase = agentsv1alpha1.PhaseRunning
 	st.JobName = job.Name
-	st.StartedAt = &metav1.Time{Time: s.Now}
-	st.ObservedGeneration = a.Generation
-	setCondition(st, s, agentsv1alpha1.ConditionResolved, metav1.ConditionTrue, agentsv1alpha1.ReasonResolved, "Station and AgentDefinition found")
-	setCondition(st, s, agentsv1alpha1.ConditionStarted, metav1.ConditionTrue, agentsv1alpha1.ReasonJobCreated, "Job "+job.Name+" created")
+	start(&plan, s, st, agentsv1alpha1.ReasonJobCreated, "Job "+job.Name+" created", jobRef(job.Namespace, job.Name))
 	plan.CreateJob = job
-	plan.Status = st
-	plan.Outcome.Started = true
-	plan.Outcome.QueueWait = s.Now.Sub(a.CreationTimestamp.Time)
 	return plan
 }
 

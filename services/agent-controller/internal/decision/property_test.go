@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -170,6 +171,17 @@ func TestDecideProperties(t *testing.T) {
 			}
 			if s.Agent.Status.Phase.IsTerminal() && st.Phase != s.Agent.Status.Phase {
 				t.Fatalf("seed %d: a terminal phase %s was rewritten to %s", seed, s.Agent.Status.Phase, st.Phase)
+			}
+		}
+		// Events are recorded after the status write, so a plan without one
+		// has none; each is one the events.k8s.io/v1 API accepts.
+		if len(p.Events) > 0 && p.Status == nil {
+			t.Fatalf("seed %d: events %+v without a status write", seed, p.Events)
+		}
+		for _, e := range p.Events {
+			if (e.Type != corev1.EventTypeNormal && e.Type != corev1.EventTypeWarning) || e.Reason == "" || e.Action == "" ||
+				len(e.Note) > MaxEventNote || !utf8.ValidString(e.Note) {
+				t.Fatalf("seed %d: an event the API refuses: %+v", seed, e)
 			}
 		}
 		if p.RequeueAfter < 0 {

@@ -2,6 +2,7 @@ package decision
 
 import (
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/runspec"
@@ -64,6 +65,10 @@ func startRealtime(s Snapshot) Plan {
 	plan := startJob(s)
 	// The Job mounts the token Secret, so it is written first.
 	plan.RunToken = plan.CreateJob != nil
+	if plan.RunToken && plan.Status != nil && plan.Status.Phase == agentsv1alpha1.PhaseRunning {
+		plan.Events = append(plan.Events, newEvent(corev1.EventTypeNormal, EventSessionStarted, actionStart,
+			"realtime session in Job "+plan.CreateJob.Name+"; it takes prompts through realtime-gateway once its pod is ready"))
+	}
 	return plan
 }
 
@@ -75,6 +80,13 @@ func followRealtime(s Snapshot) Plan {
 		if id := lastSessionID(s.Job, s.Pod.Log); id != "" {
 			plan.Status.SessionID = id
 		}
+	}
+	if plan.Outcome.Terminal != "" {
+		note := "the realtime session ended"
+		if id := plan.Status.SessionID; id != "" {
+			note += "; its last vendor session is " + id
+		}
+		plan.Events = append([]Event{newEvent(corev1.EventTypeNormal, EventSessionEnded, actionFinish, note)}, plan.Events...)
 	}
 	return plan
 }

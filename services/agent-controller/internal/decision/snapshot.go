@@ -4,6 +4,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
@@ -118,6 +119,9 @@ type Plan struct {
 	Prune bool
 	// Notice names the sink events due once the status patch succeeded.
 	Notice Notice
+	// Events are the Kubernetes Events about the Agent to record, in
+	// order, once the status patch succeeded (see events.go).
+	Events []Event
 	// RequeueAfter asks for another look at the Agent after this long; it
 	// is not a write.
 	RequeueAfter time.Duration
@@ -133,7 +137,10 @@ func (p Plan) Empty() bool {
 // used as a delete precondition.
 type Victim struct {
 	Name            string
+	UID             types.UID
 	ResourceVersion string
+	// Event is recorded about the victim once its delete succeeded.
+	Event Event
 }
 
 // BatchSubmit is what the driver submits to batch-poller. The returned batch

@@ -3,6 +3,7 @@ package decision
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -11,9 +12,10 @@ import (
 )
 
 // The status transitions every mode shares: a run refused before it
-// starts, and a started run that ends. The reasons they record are listed,
-// word for word, in docs/agent-controller.md ("Failure reasons"); each
-// mode's file declares its own.
+// starts, a run that starts, and a started run that ends. The reasons
+// they record are listed, word for word, in docs/agent-controller.md
+// ("Failure reasons"); each mode's file declares its own. Each records its
+// Kubernetes Events (events.go).
 
 // refuseInvalid fails a Pending run whose definition or settings cannot
 // run: retrying would not change that, so it fails at once, saying why.
@@ -37,7 +39,25 @@ func fail(s Snapshot, reason string, kind FailureKind, condReason string) Plan {
 	st.CompletedAt = &metav1.Time{Time: s.Now}
 	st.ObservedGeneration = s.Agent.Generation
 	setCondition(st, s, agentsv1alpha1.ConditionResolved, metav1.ConditionFalse, condReason, reason)
-	return Plan{Status: st, Prune: true, Outcome: Outcome{Terminal: agentsv1alpha1.PhaseFailed, ExitCode: 1, Failure: kind}}
+	return Plan{Status: st, Prune: true, Events: []Event{refusedEvent(reason)},
+		Outcome: Outcome{Terminal: agentsv1alpha1.PhaseFailed, ExitCode: 1, Failure: kind}}
+}
+
+// start moves plan's Pending run to Running as of this pass, with st (the
+// caller's copy of the status, carrying its mode's fields) resolved and
+// Started for reason, and times the wait since the Agent's creation. Its
+// Events name what carries the run (reason, with msg and the related
+// object) and the start.
+func start(plan *Plan, s Snapshot, st *agentsv1alpha1.AgentStatus, reason, msg string, related *corev1.ObjectReference) {
+	st.Phase = agentsv1alpha1.PhaseRunning
+	st.StartedAt = &metav1.Time{Time: s.Now}
+	st.ObservedGeneration = s.Agent.Generation
+	setCondition(st, s, agentsv1alpha1.ConditionResolved, metav1.ConditionTrue, agentsv1alpha1.ReasonResolved, "Station and AgentDefinition found")
+	setCondition(st, s, agentsv1alpha1.ConditionStarted, metav1.ConditionTrue, reason, msg)
+	plan.Status = st
+	plan.Events = append(plan.Events, startedEvents(s, reason, msg, related)...)
+	plan.Outcome.Started = true
+	plan.Outcome.QueueWait = s.Now.Sub(s.Agent.CreationTimestamp.Time)
 }
 
 // finish ends a started run in phase, writing onto st (which keeps what
@@ -54,7 +74,8 @@ func finish(s Snapshot, st *agentsv1alpha1.AgentStatus, phase agentsv1alpha1.Age
 	if st.StartedAt != nil {
 		d = s.Now.Sub(st.StartedAt.Time)
 	}
-	return Plan{Status: st, Prune: true, Outcome: Outcome{Terminal: phase, ExitCode: exit, Duration: d, Failure: kind}}
+	return Plan{Status: st, Prune: true, Events: []Event{finishedEvent(phase, d, exit, reason)},
+		Outcome: Outcome{Terminal: phase, ExitCode: exit, Duration: d, Failure: kind}}
 }
 
 // setCondition sets a condition on st as of this pass: the snapshot's

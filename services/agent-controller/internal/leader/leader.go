@@ -145,6 +145,20 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
+// RunWithoutElection runs OnLeading once, as the only replica there is
+// (--leader-elect=false): no Lease is read or written, and State and
+// controller_is_leader report this replica leading while OnLeading runs,
+// as they do for an elected leader.
+func RunWithoutElection(ctx context.Context, cfg Config) {
+	cfg.State.SetLeader(true)
+	cfg.Metrics.IsLeader.Set(1)
+	defer func() {
+		cfg.State.SetLeader(false)
+		cfg.Metrics.IsLeader.Set(0)
+	}()
+	cfg.OnLeading(ctx)
+}
+
 // elector is one replica's view of the Lease.
 type elector struct {
 	cfg    Config

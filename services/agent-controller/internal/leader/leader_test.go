@@ -1,6 +1,13 @@
 package leader
 
-import "testing"
+import (
+	"context"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
+)
 
 type fakeCtl struct{ synced, healthy bool }
 
@@ -29,5 +36,23 @@ func TestReadiness(t *testing.T) {
 				t.Errorf("Ready() = %v %q, want %v with a reason when not ready", ok, why, c.want)
 			}
 		})
+	}
+}
+
+// TestWithoutElectionTheReplicaReportsLeading: a replica run with
+// --leader-elect=false reconciles, so it is the leader for readiness and
+// controller_is_leader while it does, and stops being one when it stops.
+func TestWithoutElectionTheReplicaReportsLeading(t *testing.T) {
+	m, state := metrics.New(), &State{}
+	var during float64
+	var leading bool
+	RunWithoutElection(context.Background(), Config{State: state, Metrics: m, OnLeading: func(context.Context) {
+		during, leading = testutil.ToFloat64(m.IsLeader), state.Leader()
+	}})
+	if during != 1 || !leading {
+		t.Errorf("while reconciling without election: controller_is_leader %v, State leader %v; want 1, true", during, leading)
+	}
+	if after := testutil.ToFloat64(m.IsLeader); after != 0 || state.Leader() {
+		t.Errorf("after the loop returned: controller_is_leader %v, State leader %v; want 0, false", after, state.Leader())
 	}
 }

@@ -70,7 +70,7 @@ func New() *Metrics {
 			Name: "controller_reconciles_total", Help: "Reconciles by result (ok, conflict, error).",
 		}, []string{"result"}),
 		IsLeader: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "controller_is_leader", Help: "1 while this replica holds the agent-controller Lease.",
+			Name: "controller_is_leader", Help: "1 while this replica reconciles: it holds the agent-controller Lease, or runs with --leader-elect=false.",
 		}),
 		Undecodable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "controller_undecodable_objects",

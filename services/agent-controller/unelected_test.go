@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/config"
+)
+
+// TestWithoutElectionTheReplicaIsLeader runs the binary's run loop with
+// --leader-elect=false: the replica reconciles (a run without its Station
+// fails), and /metrics says controller_is_leader 1 while it does, as it
+// would for an elected leader.
+func TestWithoutElectionTheReplicaIsLeader(t *testing.T) {
+	raw, err := env.KubeconfigFor("unelected")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ns := env.Namespace(t)
+	metricsAddr := testenv.FreeAddr(t)
+	cfg, err := config.Parse([]string{
+		"--kubeconfig=" + kubeconfig, "--pod-name=unelected", "--pod-namespace=" + ns, "--watch-namespace=" + ns,
+		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + testenv.FreeAddr(t), "--shutdown-timeout=5s",
+		"--leader-elect=false", "--poll-interval=1s",
+	}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
+
+	a := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: ns}, Spec: agentsv1alpha1.AgentSpec{StationRef: "missing"}}
+	if err := env.Client.Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the replica reconciling", phaseIs(ns, "orphan", agentsv1alpha1.PhaseFailed))
+	eventually(t, "controller_is_leader 1 on /metrics", func() error {
+		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, "controller_is_leader ") {
+				if line != "controller_is_leader 1" {
+					return fmt.Errorf("reads %q", line)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no controller_is_leader in %d bytes of /metrics", len(body))
+	})
+}
