@@ -203,14 +203,7 @@ func (f *FlagSet) PrintUsage(out io.Writer) {
 // ParseOrExit is Parse for main: it exits 0 after --version or --help and
 // 2 with the error on stderr for a bad flag or variable.
 func (f *FlagSet) ParseOrExit(args []string) {
-	err := f.Parse(args, os.Stdout)
-	switch {
-	case err == nil:
-		return
-	case errors.Is(err, ErrVersion), errors.Is(err, ErrHelp):
-		os.Exit(0)
-	default:
-		fmt.Fprintf(os.Stderr, "%s: %v\n", f.name, err)
-		os.Exit(2)
+	if code, done := ParseExit(f.Parse(args, os.Stdout), f.name, os.Stderr); done {
+		os.Exit(code)
 	}
 }

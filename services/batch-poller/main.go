@@ -7,10 +7,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -31,34 +29,7 @@ import (
 	"github.com/agentplane/agentplane/services/batch-poller/internal/vendor"
 )
 
-func main() {
-	cfg, err := config.Parse(os.Args[1:], os.Getenv, os.Stdout)
-	switch {
-	case errors.Is(err, service.ErrVersion), errors.Is(err, service.ErrHelp):
-		os.Exit(0)
-	case err != nil:
-		fmt.Fprintf(os.Stderr, "%s: %v\n", config.Name, err)
-		os.Exit(2)
-	}
-	log, err := service.NewLogger(config.Name, cfg.LogLevel, os.Stderr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: --log-level / LOG_LEVEL: %v\n", config.Name, err)
-		os.Exit(2)
-	}
-	if err := runUntilSignalled(cfg, log); err != nil {
-		log.Error("batch-poller stopped", "err", err)
-		os.Exit(1)
-	}
-}
-
-// runUntilSignalled runs the service until SIGINT or SIGTERM. It is apart
-// from main so the signal handler is released (by the deferred stop)
-// before main calls os.Exit, which skips deferred calls.
-func runUntilSignalled(cfg *config.Config, log *slog.Logger) error {
-	ctx, stop := service.SignalContext()
-	defer stop()
-	return run(ctx, cfg, log)
-}
+func main() { service.Main(config.Name, config.Parse, run) }
 
 // syncWait bounds the wait for the first list of agent-secrets Secrets;
 // past it the process keeps serving and stays unready, and the kubelet's

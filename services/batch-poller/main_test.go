@@ -24,6 +24,7 @@ import (
 	batchv1 "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 	"github.com/agentplane/agentplane/tools/fakevendor"
+	"github.com/agentplane/agentplane/tools/fakevendor/fakevendortest"
 
 	"github.com/agentplane/agentplane/services/batch-poller/internal/config"
 )
@@ -59,12 +60,7 @@ func TestServiceStartsFromFlagsServesAndStopsOnSignal(t *testing.T) {
 	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fv := fakevendor.New(fakevendor.Options{APIKey: "k"})
-	base, err := fv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fv.Close() })
+	_, base := fakevendortest.Start(t, fakevendor.Options{APIKey: "k"})
 	nsrv := eventstest.Start(t)
 	got := make(chan *eventsv1.RunEvent, 4)
 	if _, err := events.SubscribeBatchNotices(nsrv.Connect(), ns, "", func(ev *eventsv1.RunEvent) { got <- ev }); err != nil {

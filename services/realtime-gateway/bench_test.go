@@ -22,6 +22,7 @@ import (
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/realtime"
 	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/libs/turntest"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
 	supervisorv1 "github.com/agentplane/agentplane/proto/agentplane/supervisor/v1"
@@ -129,38 +130,16 @@ func TestBenchGatewayAddedLatency(t *testing.T) {
 	sup.tokens.Range(func(k, _ any) bool { tok = k.(string); return false })
 
 	viaDirect := func() time.Duration {
-		began := time.Now()
-		s, err := direct.Prompt(context.Background(), &supervisorv1.PromptRequest{Token: tok, Text: "x"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			m, err := s.Recv()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.GetTurnEnd() != nil {
-				return time.Since(began)
-			}
-		}
+		return timeTurn(t, func() (turntest.Stream[*supervisorv1.PromptResponse], error) {
+			return direct.Prompt(context.Background(), &supervisorv1.PromptRequest{Token: tok, Text: "x"})
+		})
 	}
 	ctx := bearer(alice)
 	ref := &realtimev1.AgentRef{Namespace: ns, Name: name}
 	viaGateway := func() time.Duration {
-		began := time.Now()
-		s, err := g.client.Prompt(ctx, &realtimev1.PromptRequest{Agent: ref, Text: "x"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			m, err := s.Recv()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.GetTurnEnd() != nil {
-				return time.Since(began)
-			}
-		}
+		return timeTurn(t, func() (turntest.Stream[*realtimev1.PromptResponse], error) {
+			return g.client.Prompt(ctx, &realtimev1.PromptRequest{Agent: ref, Text: "x"})
+		})
 	}
 	for range 300 {
 		viaDirect()
@@ -231,6 +210,27 @@ func TestBenchIdleSessionsMemory(t *testing.T) {
 	wg.Wait()
 	testenv.BenchReport(t, fmt.Sprintf("| realtime-gateway, %d concurrent idle sessions (open Prompt streams, one upstream connection each; gateway process alone) | heap in use %.1f → %.1f MiB (+%.1f KiB/session), RSS %.1f → %.1f MiB (+%.1f KiB/session) | %s |",
 		n, mib(h0), mib(h1), float64(h1-h0)/1024/n, mib(r0), mib(r1), float64(r1-r0)/1024/n, benchCmd("TestBenchIdleSessionsMemory")))
+}
+
+// timeTurn times one turn, from opening its stream with open to its
+// TurnEnd.
+func timeTurn[M turntest.Message[E], E comparable](t *testing.T, open func() (turntest.Stream[M], error)) time.Duration {
+	t.Helper()
+	began := time.Now()
+	s, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var none E
+	for {
+		m, err := s.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.GetTurnEnd() != none {
+			return time.Since(began)
+		}
+	}
 }
 
 func pct(d []time.Duration, p int) time.Duration {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/agentplane/agentplane/libs/turntest"
+	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
 	"github.com/agentplane/agentplane/services/realtime-gateway/internal/app"
 	"github.com/agentplane/agentplane/services/realtime-gateway/internal/config"
@@ -123,7 +124,7 @@ func bearer(token string) context.Context {
 
 // gwTurn is what a Prompt through the gateway streamed back.
 type gwTurn struct {
-	events []*realtimev1.PromptResponse
+	events []*eventsv1.RunEvent
 	end    *realtimev1.TurnEnd
 }
 
@@ -139,27 +140,12 @@ func (g *liveGateway) prompt(token, ns, name, text string) (gwTurn, error) {
 	return readGatewayTurn(g.t, stream)
 }
 
+// readGatewayTurn reads a turn's stream, checking that exactly one
+// TurnEnd comes and comes last.
 func readGatewayTurn(t *testing.T, stream grpc.ServerStreamingClient[realtimev1.PromptResponse]) (gwTurn, error) {
-	var tr gwTurn
-	for {
-		m, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			if tr.end == nil {
-				t.Fatalf("stream ended without a turn end after %d events", len(tr.events))
-			}
-			return tr, nil
-		}
-		if err != nil {
-			return tr, err
-		}
-		if tr.end != nil {
-			t.Fatalf("message after the turn end: %v", m)
-		}
-		if m.GetEvent() != nil {
-			tr.events = append(tr.events, m)
-		}
-		tr.end = m.GetTurnEnd()
-	}
+	t.Helper()
+	events, end, err := turntest.Read(t, stream)
+	return gwTurn{events: events, end: end}, err
 }
 
 // metadataFrom attaches a caller's token to ctx.

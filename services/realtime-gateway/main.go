@@ -7,44 +7,14 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"os"
 
 	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/services/realtime-gateway/internal/app"
 	"github.com/agentplane/agentplane/services/realtime-gateway/internal/config"
 )
 
-func main() {
-	cfg, err := config.Parse(os.Args[1:], os.Getenv, os.Stdout)
-	switch {
-	case errors.Is(err, service.ErrVersion), errors.Is(err, service.ErrHelp):
-		os.Exit(0)
-	case err != nil:
-		fmt.Fprintf(os.Stderr, "%s: %v\n", config.Name, err)
-		os.Exit(2)
-	}
-	log, err := service.NewLogger(config.Name, cfg.LogLevel, os.Stderr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: --log-level / LOG_LEVEL: %v\n", config.Name, err)
-		os.Exit(2)
-	}
-	if err := runUntilSignalled(cfg, log); err != nil {
-		log.Error("realtime-gateway stopped", "err", err)
-		os.Exit(1)
-	}
-}
-
-// runUntilSignalled runs the gateway until SIGINT or SIGTERM. It is apart
-// from main so the signal handler is released (by the deferred stop)
-// before main calls os.Exit, which skips deferred calls.
-func runUntilSignalled(cfg *config.Config, log *slog.Logger) error {
-	ctx, stop := service.SignalContext()
-	defer stop()
-	return run(ctx, cfg, log)
-}
+func main() { service.Main(config.Name, config.Parse, run) }
 
 func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	rc, err := service.RESTConfig(config.Name, cfg.Kube)

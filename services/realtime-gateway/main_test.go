@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/agentplane/agentplane/libs/realtime"
+	"github.com/agentplane/agentplane/libs/testbin"
 	"github.com/agentplane/agentplane/libs/testenv"
 )
 
@@ -38,38 +38,27 @@ var (
 const gwNamespace = "agentplane-system"
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "realtime-gateway-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := func() int {
+	testbin.Main("realtime-gateway-test-", func(dir string) int {
 		supervisorBin = filepath.Join(dir, "supervisor")
 		mockDir = filepath.Join(dir, "mock")
 		agentctlBin = filepath.Join(dir, "agentctl")
-		for _, args := range [][]string{
-			{"build", "-C", "../supervisor", "-o", supervisorBin, "."},
-			{"build", "-C", "../../tools", "-o", filepath.Join(dir, "mockagent"), "./mockagent"},
-			{"build", "-C", "../../tools", "-o", agentctlBin, "./agentctl"},
-		} {
-			cmd := exec.Command("go", args...)
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "go %v: %v\n%s", args, err, out)
-				return 1
-			}
+		if err := testbin.Build(
+			[]string{"build", "-C", "../supervisor", "-o", supervisorBin, "."},
+			testbin.MockAgent("../../tools", dir),
+			[]string{"build", "-C", "../../tools", "-o", agentctlBin, "./agentctl"},
+		); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
 		}
-		if out, err := exec.Command(filepath.Join(dir, "mockagent"), "install", mockDir).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "mockagent install: %v\n%s", err, out)
+		if err := testbin.InstallMocks(dir, mockDir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		// The gateway's informers log through controller-runtime; the
 		// tests read the gateway's own slog lines instead.
 		ctrllog.SetLogger(logr.Discard())
 		return testenv.Run(m, &env, testenv.Options{})
-	}()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	})
 }
 
 var (

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/agentplane/agentplane/libs/lockedio"
 	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
 )
 
@@ -68,7 +69,7 @@ func startGatewayProcess(t *testing.T) *gatewayProcess {
 		"--health-probe-bind-address", healthAddr, "--kube-api-qps", "500", "--kube-api-burst", "1000", "--log-level", "warn",
 		"--shutdown-timeout", "1s")
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+gwNamespace)
-	cmd.Stderr = &lockedBuffer{}
+	cmd.Stderr = &lockedio.Buffer{}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func startGatewayProcess(t *testing.T) *gatewayProcess {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("gateway process not ready: %v\n%s", err, cmd.Stderr.(*lockedBuffer).String())
+			t.Fatalf("gateway process not ready: %v\n%s", err, cmd.Stderr.(*lockedio.Buffer).String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/lockedio"
 	"github.com/agentplane/agentplane/libs/realtime"
 	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/services/realtime-gateway/internal/route"
@@ -36,7 +36,7 @@ type rtRun struct {
 	dir    string
 	starts string
 	sup    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *lockedio.Buffer
 	addr   string
 	exited chan struct{}
 }
@@ -95,8 +95,8 @@ func (r *rtRun) serve(extraEnv ...string) {
 		"STATION_NAME=chat", "SUPERVISOR_CHOWN=none", runspec.EnvName + "=" + spec,
 		realtime.EnvTokenFile + "=" + tokenFile, realtime.EnvAddr + "=127.0.0.1:0", "AGENT_EXIT_GRACE_MS=1000",
 	}, extraEnv...)
-	r.stderr = &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = &lockedBuffer{}, r.stderr
+	r.stderr = &lockedio.Buffer{}
+	cmd.Stdout, cmd.Stderr = &lockedio.Buffer{}, r.stderr
 	if err := cmd.Start(); err != nil {
 		r.t.Fatal(err)
 	}
@@ -222,25 +222,6 @@ func mustWrite(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for a process writing while the
-// test reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // readLines reads a file's lines; a missing file has none.

@@ -33,8 +33,7 @@ func TestSessionOfThreePromptsThroughTheGateway(t *testing.T) {
 			t.Fatalf("prompt %d ended %v", i+1, tr.end)
 		}
 		var messages, results int
-		for _, m := range tr.events {
-			ev := m.GetEvent()
+		for _, ev := range tr.events {
 			if ev.GetRun().GetUid() != string(r.agent.UID) {
 				t.Fatalf("event of another run: %v", ev)
 			}

@@ -9,16 +9,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentplane/agentplane/libs/events"
 	"github.com/agentplane/agentplane/libs/events/eventstest"
+	"github.com/agentplane/agentplane/libs/lockedio"
 	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/sinks/sinkstest"
+	"github.com/agentplane/agentplane/libs/testbin"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
@@ -34,12 +34,7 @@ var (
 const runTimeout = 2 * time.Minute
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "supervisor-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := func() int {
+	testbin.Main("supervisor-test-", func(dir string) int {
 		supervisorBin = filepath.Join(dir, "supervisor")
 		mockDir = filepath.Join(dir, "mock")
 		self := []string{"build", "-o", supervisorBin, "."}
@@ -47,29 +42,16 @@ func TestMain(m *testing.M) {
 			// The supervisor's own goroutines under the race detector.
 			self = []string{"build", "-race", "-o", supervisorBin, "."}
 		}
-		for _, args := range [][]string{
-			self,
-			// From the tools module's own directory, so this works with
-			// and without the workspace.
-			{"build", "-C", "../../tools", "-o", filepath.Join(dir, "mockagent"), "./mockagent"},
-		} {
-			cmd := exec.Command("go", args...)
-			if !slices.Contains(args, "-race") {
-				cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			}
-			if out, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "go %v: %v\n%s", args, err, out)
-				return 1
-			}
+		if err := testbin.Build(self, testbin.MockAgent("../../tools", dir)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
 		}
-		if out, err := exec.Command(filepath.Join(dir, "mockagent"), "install", mockDir).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "mockagent install: %v\n%s", err, out)
+		if err := testbin.InstallMocks(dir, mockDir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		return m.Run()
-	}()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	})
 }
 
 // pod is one simulated run pod: its volumes and environment.
@@ -125,7 +107,7 @@ type result struct {
 }
 
 // start runs `supervisor <cmd>` without waiting.
-func (p *pod) start(cmd string) (*exec.Cmd, *syncBuffer, *syncBuffer) {
+func (p *pod) start(cmd string) (*exec.Cmd, *lockedio.Buffer, *lockedio.Buffer) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	p.t.Cleanup(cancel)
@@ -134,7 +116,7 @@ func (p *pod) start(cmd string) (*exec.Cmd, *syncBuffer, *syncBuffer) {
 	for k, v := range p.env {
 		c.Env = append(c.Env, k+"="+v)
 	}
-	out, errb := &syncBuffer{}, &syncBuffer{}
+	out, errb := &lockedio.Buffer{}, &lockedio.Buffer{}
 	c.Stdout, c.Stderr = out, errb
 	if err := c.Start(); err != nil {
 		p.t.Fatal(err)
@@ -375,25 +357,6 @@ func lastBytes(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
-}
-
-// syncBuffer is a bytes.Buffer safe to read while the process writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// Bytes returns a copy of what was written so far.
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]byte(nil), b.buf.Bytes()...)
 }
 
 func mustWrite(t *testing.T, path string, data []byte) {

@@ -5,16 +5,15 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
+	"github.com/agentplane/agentplane/libs/lockedio"
 	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/services/supervisor/internal/initstep"
@@ -37,34 +36,15 @@ func main() {
 	os.Exit(dispatch(os.Args[1:]))
 }
 
-// lockedWriter serialises whole-line writes to stderr from the logger and
-// the CLI's forwarded stderr, so lines never interleave mid-way.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
 // parse reads a subcommand's flags. done is true when the process should
 // exit with code: after --version or --help (0) or a bad flag or variable
 // (2, with the error on stderr).
 func parse(cmd string, args []string) (o *options, code int, done bool) {
 	fs, o := newFlagSet(os.Getenv)
-	err := fs.Parse(args, os.Stdout)
-	switch {
-	case err == nil:
-		return o, 0, false
-	case errors.Is(err, service.ErrVersion), errors.Is(err, service.ErrHelp):
-		return nil, 0, true
-	default:
-		fmt.Fprintf(os.Stderr, "%s %s: %v\n", name, cmd, err)
-		return nil, 2, true
+	if code, done := service.ParseExit(fs.Parse(args, os.Stdout), name+" "+cmd, os.Stderr); done {
+		return nil, code, true
 	}
+	return o, 0, false
 }
 
 func dispatch(args []string) int {
@@ -73,7 +53,9 @@ func dispatch(args []string) int {
 		fmt.Fprint(os.Stderr, usage)
 		return 2
 	}
-	stderr := &lockedWriter{w: os.Stderr}
+	// The logger and the CLI's forwarded stderr write whole lines; they
+	// must never interleave mid-way.
+	stderr := lockedio.NewWriter(os.Stderr)
 	// A broken stdout (nobody reading the log) must not kill PID 1.
 	signal.Ignore(syscall.SIGPIPE)
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +15,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/agentplane/agentplane/libs/lockedio"
 	"github.com/agentplane/agentplane/libs/realtime"
 	"github.com/agentplane/agentplane/libs/runspec"
+	"github.com/agentplane/agentplane/libs/turntest"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 	supervisorv1 "github.com/agentplane/agentplane/proto/agentplane/supervisor/v1"
 )
@@ -82,7 +83,7 @@ func (p *realtimePod) cliStarts() []string {
 type liveSession struct {
 	t        *testing.T
 	cmd      *exec.Cmd
-	out, err *syncBuffer
+	out, err *lockedio.Buffer
 	addr     string
 	conn     *grpc.ClientConn
 	client   supervisorv1.SessionServiceClient
@@ -161,29 +162,9 @@ func (s *liveSession) prompt(token, text string) (turn, error) {
 // readTurn reads a turn's stream, checking that exactly one TurnEnd comes
 // and comes last.
 func readTurn(t *testing.T, stream grpc.ServerStreamingClient[supervisorv1.PromptResponse]) (turn, error) {
-	var tr turn
-	for {
-		m, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			if tr.end == nil {
-				t.Fatalf("stream ended without a turn end after %d events", len(tr.events))
-			}
-			return tr, nil
-		}
-		if err != nil {
-			return tr, err
-		}
-		if tr.end != nil {
-			t.Fatalf("message after the turn end: %v", m)
-		}
-		if ev := m.GetEvent(); ev != nil {
-			tr.events = append(tr.events, ev)
-		}
-		tr.end = m.GetTurnEnd()
-		if ev := m.GetEvent(); ev == nil && tr.end == nil {
-			t.Fatalf("empty stream message")
-		}
-	}
+	t.Helper()
+	events, end, err := turntest.Read(t, stream)
+	return turn{events: events, end: end}, err
 }
 
 // info asks the session's state with the pod's token.

@@ -147,15 +147,25 @@ func TestReplacePreemptsTheOldestRunningBatch(t *testing.T) {
 	}
 }
 
-// Timeout with onTimeout: fail: the batch is cancelled, the Agent becomes
-// Failed with "batch timed out", and the batch is deleted at the provider.
-func TestATimedOutBatchFails(t *testing.T) {
+// launchTimingOut launches Agent "a" of a recipe named recipeName whose
+// batch never ends, so that it times out after one timeoutUnit and does
+// onTimeout. It returns the namespace, the recipe's sink and what was live
+// at the provider before.
+func launchTimingOut(t *testing.T, recipeName string, onTimeout agentsv1alpha1.OnTimeoutPolicy) (string, *sink, liveSet) {
+	t.Helper()
 	configureVendor(t, func(o *fakevendor.Options) { o.Outcome = fakevendor.OutcomeNever })
 	ns := namespace(t)
 	s := newSink(t)
 	before := snapshotLive()
-	recipe(t, ns, "slow", recipeOpts{timeout: 1, onTimeout: agentsv1alpha1.OnTimeoutFail, sinkURL: s.URL})
-	launch(t, ns, "a", "slow", "")
+	recipe(t, ns, recipeName, recipeOpts{timeout: 1, onTimeout: onTimeout, sinkURL: s.URL})
+	launch(t, ns, "a", recipeName, "")
+	return ns, s, before
+}
+
+// Timeout with onTimeout: fail: the batch is cancelled, the Agent becomes
+// Failed with "batch timed out", and the batch is deleted at the provider.
+func TestATimedOutBatchFails(t *testing.T) {
+	ns, s, before := launchTimingOut(t, "slow", agentsv1alpha1.OnTimeoutFail)
 	a := waitFor(t, ns, "a", 30*time.Second, "cleaned up", cleanedUp)
 	if a.Status.Phase != agentsv1alpha1.PhaseFailed || a.Status.FailureReason != "batch timed out" {
 		t.Fatalf("status %+v", a.Status)
@@ -177,12 +187,7 @@ func TestATimedOutBatchFails(t *testing.T) {
 // Timeout with onTimeout: fallback: batchFallback = true keeping batchId,
 // the ordinary Job is created, and from then on the Job transitions apply.
 func TestATimedOutBatchFallsBackToAJob(t *testing.T) {
-	configureVendor(t, func(o *fakevendor.Options) { o.Outcome = fakevendor.OutcomeNever })
-	ns := namespace(t)
-	s := newSink(t)
-	before := snapshotLive()
-	recipe(t, ns, "fallback", recipeOpts{timeout: 1, onTimeout: agentsv1alpha1.OnTimeoutFallback, sinkURL: s.URL})
-	launch(t, ns, "a", "fallback", "")
+	ns, s, before := launchTimingOut(t, "fallback", agentsv1alpha1.OnTimeoutFallback)
 	submitted := waitFor(t, ns, "a", 30*time.Second, "submitted", func(a *agentsv1alpha1.Agent) bool { return a.Status.BatchID != "" })
 	fell := waitFor(t, ns, "a", 30*time.Second, "batchFallback", func(a *agentsv1alpha1.Agent) bool { return a.Status.BatchFallback })
 	if fell.Status.BatchID != submitted.Status.BatchID || fell.Status.Phase != agentsv1alpha1.PhaseRunning {

@@ -9,6 +9,7 @@ import (
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/tests/internal/receiver"
 	"github.com/agentplane/agentplane/tests/internal/runs"
+	"github.com/agentplane/agentplane/tests/internal/stack"
 	"github.com/agentplane/agentplane/tools/fakevendor"
 )
 
@@ -29,7 +30,7 @@ func TestSinkEventsAreSentOnceAcrossALeaderChange(t *testing.T) {
 
 	old := leader(t)
 	p, _ := replicas.Load(old)
-	p.(*process).kill()
+	p.(*stack.Process).Kill()
 	replicas.Delete(old)
 	// The other replica takes the Lease and finishes the run.
 	a := waitFor(t, ns, "a", 60*time.Second, "cleaned up", cleanedUp)

@@ -43,6 +43,36 @@ func kubectl(t *testing.T, stdin []byte, args ...string) []byte {
 	return out
 }
 
+// deployDir is the repository's deploy/, as an absolute path.
+func deployDir(t *testing.T) string {
+	t.Helper()
+	deploy, err := filepath.Abs("../../deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return deploy
+}
+
+// renderedDeployments renders the install with every component and
+// returns its Deployments, in the order rendered.
+func renderedDeployments(t *testing.T) []deployment {
+	t.Helper()
+	out := kubectl(t, nil, "kustomize", overlayWithEveryComponent(t, deployDir(t)))
+	var deps []deployment
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		var d deployment
+		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
+			return deps
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if d.Kind == "Deployment" {
+			deps = append(deps, d)
+		}
+	}
+}
+
 // overlayWithEveryComponent writes an overlay of the user's own, outside
 // the repository, as the docs show: the base and every component.
 func overlayWithEveryComponent(t *testing.T, deploy string) string {
@@ -61,10 +91,7 @@ func overlayWithEveryComponent(t *testing.T, deploy string) string {
 }
 
 func TestTheInstallRendersAndIsAccepted(t *testing.T) {
-	deploy, err := filepath.Abs("../../deploy")
-	if err != nil {
-		t.Fatal(err)
-	}
+	deploy := deployDir(t)
 	kc, err := env.KubeconfigFor("deployer")
 	if err != nil {
 		t.Fatal(err)
@@ -172,23 +199,9 @@ func documentedFlags(t *testing.T, page string) map[string]string {
 // the install gives a binary is one of its flags, so a renamed flag cannot
 // leave a Deployment setting a variable nothing reads any more.
 func TestTheInstallSetsOnlyWhatTheBinariesRead(t *testing.T) {
-	deploy, err := filepath.Abs("../../deploy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := kubectl(t, nil, "kustomize", overlayWithEveryComponent(t, deploy))
 	rendered := map[string]deployment{}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	for {
-		var d deployment
-		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if d.Kind == "Deployment" {
-			rendered[d.Metadata.Name] = d
-		}
+	for _, d := range renderedDeployments(t) {
+		rendered[d.Metadata.Name] = d
 	}
 	for _, tc := range []struct{ deployment, container, page string }{
 		{"agent-controller", "controller", "../../docs/agent-controller.md"},
@@ -248,28 +261,13 @@ func TestTheInstallSetsOnlyWhatTheBinariesRead(t *testing.T) {
 // agentplane/<service>:<VERSION>, the supervisor's included, so that one
 // tree's manifests, charts and images name the same release.
 func TestTheInstallRunsThisReleasesImages(t *testing.T) {
-	deploy, err := filepath.Abs("../../deploy")
-	if err != nil {
-		t.Fatal(err)
-	}
 	raw, err := os.ReadFile("../../VERSION")
 	if err != nil {
 		t.Fatal(err)
 	}
 	version := strings.TrimSpace(string(raw))
-	out := kubectl(t, nil, "kustomize", overlayWithEveryComponent(t, deploy))
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
 	seen := 0
-	for {
-		var d deployment
-		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if d.Kind != "Deployment" {
-			continue
-		}
+	for _, d := range renderedDeployments(t) {
 		for _, c := range d.Spec.Template.Spec.Containers {
 			seen++
 			if want := "agentplane/" + d.Metadata.Name + ":" + version; c.Image != want {

@@ -14,6 +14,7 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
+	"github.com/agentplane/agentplane/tests/internal/runs"
 	"github.com/agentplane/agentplane/tools/demo/scenario"
 )
 
@@ -50,7 +51,7 @@ func TestTheDemoScenario(t *testing.T) {
 	})
 
 	t.Run("the events arrive through JetStream", func(t *testing.T) {
-		evs := runEvents(t, ns, "fix-issue-42")
+		evs := runs.Stored(t, natsURL, ns, "fix-issue-42")
 		calls := 0
 		for _, ev := range evs {
 			if ev.GetKind() == eventsv1.EventKind_EVENT_KIND_TOOL_CALL {
@@ -61,7 +62,7 @@ func TestTheDemoScenario(t *testing.T) {
 		if calls == 0 || len(lc) == 0 || lc[len(lc)-1] != "agent/succeeded" {
 			t.Errorf("fix-issue-42: %d tool calls, lifecycle %v", calls, lc)
 		}
-		if lc := lifecycles(runEvents(t, ns, "summarize-week")); len(lc) == 0 || lc[len(lc)-1] != "agent/failed" {
+		if lc := lifecycles(runs.Stored(t, natsURL, ns, "summarize-week")); len(lc) == 0 || lc[len(lc)-1] != "agent/failed" {
 			t.Errorf("summarize-week lifecycle %v", lc)
 		}
 	})

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
-	"github.com/agentplane/agentplane/libs/events"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
+	"github.com/agentplane/agentplane/tests/internal/runs"
 )
 
 // recipe creates an AgentDefinition and a Station for it in ns.
@@ -73,27 +71,6 @@ func waitTerminal(t *testing.T, ns, name string, within time.Duration) *agentsv1
 	}
 }
 
-// runEvents reads every stored event of one run from JetStream.
-func runEvents(t *testing.T, ns, name string) []*eventsv1.RunEvent {
-	t.Helper()
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	evs, err := events.ReadAll(ctx, js, events.Filter{Namespace: ns, Agent: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return evs
-}
-
 func lifecycles(evs []*eventsv1.RunEvent) []string {
 	var out []string
 	for _, ev := range evs {
@@ -118,7 +95,7 @@ func TestARunSucceedsEndToEnd(t *testing.T) {
 	if !strings.Contains(a.Status.Output, `"type":"result"`) {
 		t.Errorf("status.output lacks the CLI's result line (read back through pods/log):\n%s", a.Status.Output)
 	}
-	evs := runEvents(t, ns, "fix-42")
+	evs := runs.Stored(t, natsURL, ns, "fix-42")
 	kinds := map[eventsv1.EventKind]int{}
 	for i, ev := range evs {
 		kinds[ev.GetKind()]++
@@ -148,7 +125,7 @@ func TestAFailingCLIFailsTheAgentWithItsExitCode(t *testing.T) {
 	if a.Status.FailureReason == "" || a.Status.Output == "" {
 		t.Errorf("a failed run keeps a reason and its output: %+v", a.Status)
 	}
-	if lc := lifecycles(runEvents(t, ns, "review-7")); len(lc) == 0 || lc[len(lc)-1] != "agent/failed" {
+	if lc := lifecycles(runs.Stored(t, natsURL, ns, "review-7")); len(lc) == 0 || lc[len(lc)-1] != "agent/failed" {
 		t.Errorf("lifecycle events %v", lc)
 	}
 }
@@ -209,7 +186,7 @@ func TestAConversationStoreOutageDoesNotFailTheRun(t *testing.T) {
 		t.Fatalf("condition %+v, want False/%s %q", c, agentsv1alpha1.ReasonRestoreSkipped, want)
 	}
 	var skipped *eventsv1.Lifecycle
-	for _, ev := range runEvents(t, ns, "carry-on") {
+	for _, ev := range runs.Stored(t, natsURL, ns, "carry-on") {
 		if lc := ev.GetLifecycle(); lc.GetPhase() == "init" && lc.GetStatus() == "skipped" {
 			skipped = lc
 		}

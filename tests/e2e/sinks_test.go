@@ -11,6 +11,7 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/tests/internal/receiver"
+	"github.com/agentplane/agentplane/tests/internal/runs"
 )
 
 // TestAnHTTPSinkReceivesEveryEventOfAJobRun: a receiver that knows only
@@ -37,7 +38,7 @@ func TestAnHTTPSinkReceivesEveryEventOfAJobRun(t *testing.T) {
 	// What the receiver must get: one payload per CLI line (the line's
 	// first event carries it) and per lifecycle or file event, as stored
 	// in the platform stream.
-	want := receiver.Expected(runEvents(t, ns, "fix-7"))
+	want := receiver.Expected(runs.Stored(t, natsURL, ns, "fix-7"))
 	// The supervisor flushes its sinks before it exits, so the Agent being
 	// terminal means every POST was answered.
 	got := rcv.Payloads()

@@ -11,22 +11,17 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/agentplane/agentplane/libs/realtime"
 	"github.com/agentplane/agentplane/libs/testenv"
-	"github.com/agentplane/agentplane/tools/localnode/node"
+	"github.com/agentplane/agentplane/tests/internal/stack"
 )
 
 // platformNS holds the key the controller and the gateway share.
@@ -40,68 +35,23 @@ var (
 	kubeconfig  string
 	gatewayAddr string
 	logs        = map[string]string{}
-	gateway     *process
+	gateway     *stack.Process
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) {
+	stack.Main(stack.Options{
+		Suite: "realtime", RootReason: "localnode runs pods in private mount namespaces", KubeUser: "agentplane",
+		Packages: []string{"services/agent-controller", "services/realtime-gateway", "services/supervisor", "tools/mockagent"},
+	}, func(ctx context.Context, s *stack.Stack) int {
+		env, work, binDir, natsURL, kubeconfig = s.Env, s.Work, s.BinDir, s.NATSURL, s.Kubeconfig
+		return run(ctx, m)
+	})
+}
 
-func run(m *testing.M) int {
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "realtime tests need root: localnode runs pods in private mount namespaces")
-		return 1
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var err error
-	if work, err = os.MkdirTemp("", "agentplane-realtime-"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(work) }()
-	binDir = filepath.Join(work, "bin")
-	if err := buildBinaries(binDir); err != nil {
-		fmt.Fprintf(os.Stderr, "realtime: %v\n", err)
-		return 1
-	}
-	e, err := testenv.Start(ctx, testenv.Options{ControllerManager: true})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "realtime: %v\n", err)
-		return 1
-	}
-	env = e
-	defer func() { _ = e.Stop() }()
-	ln, err := node.Start(ctx, node.Config{RESTConfig: e.Config, Name: "localnode", StateDir: filepath.Join(work, "node"),
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "realtime: start localnode: %v\n", err)
-		return 1
-	}
-	defer ln.Stop()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(work, "jetstream")})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "realtime: nats: %v\n", err)
-		return 1
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		fmt.Fprintln(os.Stderr, "realtime: NATS did not start")
-		return 1
-	}
-	defer ns.Shutdown()
-	natsURL = ns.ClientURL()
-
+// run starts the suite's own processes and runs its tests.
+func run(ctx context.Context, m *testing.M) int {
 	if err := sharedKey(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "realtime: %v\n", err)
-		return 1
-	}
-	kc, err := e.KubeconfigFor("agentplane")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	kubeconfig = filepath.Join(work, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	ctl, err := startController(ctx)
@@ -114,11 +64,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
-	gateway.stop()
-	ctl.stop()
+	gateway.StopWithin(15 * time.Second)
+	ctl.StopWithin(15 * time.Second)
 	if code != 0 {
 		for name, path := range logs {
-			dumpLog(name, path)
+			stack.DumpLog(name, path, 40)
 		}
 	}
 	return code
@@ -141,124 +91,41 @@ func sharedKey(ctx context.Context) error {
 	return err
 }
 
-func dumpLog(name, path string) {
-	if raw, err := os.ReadFile(path); err == nil {
-		lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-		if len(lines) > 40 {
-			lines = lines[len(lines)-40:]
-		}
-		fmt.Fprintf(os.Stderr, "--- %s log (tail)\n%s\n", name, strings.Join(lines, "\n"))
-	}
-}
-
-func buildBinaries(dir string) error {
-	for _, pkg := range []string{
-		"github.com/agentplane/agentplane/services/agent-controller",
-		"github.com/agentplane/agentplane/services/realtime-gateway",
-		"github.com/agentplane/agentplane/services/supervisor",
-		"github.com/agentplane/agentplane/tools/mockagent",
-	} {
-		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("build %s: %w\n%s", pkg, err, out)
-		}
-	}
-	out, err := exec.Command(filepath.Join(dir, "mockagent"), "install", filepath.Join(dir, "bundle")).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("install mock CLIs: %w\n%s", err, out)
-	}
-	return nil
-}
-
-// process is a started binary.
-type process struct {
-	cmd  *exec.Cmd
-	log  *os.File
-	done chan struct{}
-}
-
-func startProcess(ctx context.Context, name, bin string, args ...string) (*process, error) {
+// startProcess starts the binary name of binDir, logging to a file
+// that logs records for the dump after a failure.
+func startProcess(ctx context.Context, name string, args ...string) (*stack.Process, error) {
 	path := filepath.Join(work, name+".log")
 	logs[name] = path
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	return stack.StartProcess(ctx, path, filepath.Join(binDir, name), args...)
+}
+
+func startController(ctx context.Context) (*stack.Process, error) {
+	addrs, err := stack.FreeAddrs(2)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &process{cmd: cmd, log: f, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.done) }()
-	return p, nil
-}
-
-func (p *process) stop() {
-	_ = p.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-	_ = p.log.Close()
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
-}
-
-func startController(ctx context.Context) (*process, error) {
-	metricsAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	healthAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	return startProcess(ctx, "agent-controller", filepath.Join(binDir, "agent-controller"),
-		"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", metricsAddr,
-		"--health-probe-bind-address", healthAddr, "--poll-interval", "2s",
+	return startProcess(ctx, "agent-controller",
+		"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", addrs[0],
+		"--health-probe-bind-address", addrs[1], "--poll-interval", "2s",
 		"--supervisor-path", filepath.Join(binDir, "supervisor"), "--nats-url", natsURL, "--log-level", "debug",
 		"--realtime-enabled", "--realtime-key-namespace", platformNS)
 }
 
-func startGateway(ctx context.Context) (*process, error) {
-	var err error
-	if gatewayAddr, err = freeAddr(); err != nil {
-		return nil, err
-	}
-	metricsAddr, err := freeAddr()
+func startGateway(ctx context.Context) (*stack.Process, error) {
+	addrs, err := stack.FreeAddrs(3)
 	if err != nil {
 		return nil, err
 	}
-	healthAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	p, err := startProcess(ctx, "realtime-gateway", filepath.Join(binDir, "realtime-gateway"),
-		"--kubeconfig", kubeconfig, "--grpc-bind-address", gatewayAddr, "--metrics-bind-address", metricsAddr,
-		"--health-probe-bind-address", healthAddr, "--key-secret-namespace", platformNS, "--shutdown-timeout", "2s",
+	gatewayAddr = addrs[0]
+	p, err := startProcess(ctx, "realtime-gateway",
+		"--kubeconfig", kubeconfig, "--grpc-bind-address", gatewayAddr, "--metrics-bind-address", addrs[1],
+		"--health-probe-bind-address", addrs[2], "--key-secret-namespace", platformNS, "--shutdown-timeout", "2s",
 		"--log-level", "debug")
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", gatewayAddr, time.Second); err == nil {
-			_ = c.Close()
-			return p, nil
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := stack.WaitListening(gatewayAddr, p); err != nil {
+		return nil, fmt.Errorf("realtime-gateway: %w", err)
 	}
-	return nil, fmt.Errorf("realtime-gateway not listening on %s", gatewayAddr)
+	return p, nil
 }

@@ -271,12 +271,7 @@ func TestAResumedSessionSendsNoInitialPrompt(t *testing.T) {
 		_, _ = w.Write(conversationArchive(t))
 	}))
 	defer store.Close()
-	ns := env.Namespace(t)
-	recipe(t, ns, "chat", func(s *agentsv1alpha1.AgentDefinitionSpec) {
-		s.Resources = &agentsv1alpha1.AgentResources{Conversation: &agentsv1alpha1.ConversationSpec{Source: store.URL}}
-	})
-	token := caller(t, ns, "alice", true)
-	launch(t, ns, "again", "chat", "sess-earlier")
+	ns, token := launchResumed(t, store.URL)
 	c := promptClient(t)
 	// Until the first prompt the session has had no turn at all.
 	deadline := time.Now().Add(90 * time.Second)
@@ -317,6 +312,21 @@ func TestAResumedSessionSendsNoInitialPrompt(t *testing.T) {
 	}
 }
 
+// launchResumed launches Agent "again", which resumes session
+// sess-earlier from the conversation store at storeURL, in a new
+// namespace where alice may prompt it; it returns the namespace and
+// alice's token.
+func launchResumed(t *testing.T, storeURL string) (ns, token string) {
+	t.Helper()
+	ns = env.Namespace(t)
+	recipe(t, ns, "chat", func(s *agentsv1alpha1.AgentDefinitionSpec) {
+		s.Resources = &agentsv1alpha1.AgentResources{Conversation: &agentsv1alpha1.ConversationSpec{Source: storeURL}}
+	})
+	token = caller(t, ns, "alice", true)
+	launch(t, ns, "again", "chat", "sess-earlier")
+	return ns, token
+}
+
 // A resumed session whose conversation store is down still runs: the init
 // step skips the restore, the session starts fresh and answers its first
 // prompt in a new session, and the Agent says, while the session is still
@@ -326,12 +336,7 @@ func TestAResumedSessionWhoseStoreIsDownStartsFresh(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer store.Close()
-	ns := env.Namespace(t)
-	recipe(t, ns, "chat", func(s *agentsv1alpha1.AgentDefinitionSpec) {
-		s.Resources = &agentsv1alpha1.AgentResources{Conversation: &agentsv1alpha1.ConversationSpec{Source: store.URL}}
-	})
-	token := caller(t, ns, "alice", true)
-	launch(t, ns, "again", "chat", "sess-earlier")
+	ns, token := launchResumed(t, store.URL)
 	restored := func(a *agentsv1alpha1.Agent) *metav1.Condition {
 		return meta.FindStatusCondition(a.Status.Conditions, agentsv1alpha1.ConditionConversationRestored)
 	}

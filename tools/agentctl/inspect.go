@@ -104,16 +104,9 @@ func printAgents(out io.Writer, items []agentsv1alpha1.Agent, output string, wit
 }
 
 func newLogsCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "logs AGENT",
-		Short: "Print a run's output: the pod log while it runs, status.output after",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := g.clients()
-			if err != nil {
-				return err
-			}
-			a, err := cl.agent(cmd.Context(), args[0])
+	return newAgentCmd(g, "logs AGENT", "Print a run's output: the pod log while it runs, status.output after",
+		func(cmd *cobra.Command, cl *clients, name string) error {
+			a, err := cl.agent(cmd.Context(), name)
 			if err != nil {
 				return err
 			}
@@ -126,6 +119,22 @@ func newLogsCmd(g *globals) *cobra.Command {
 			}
 			_, err = io.WriteString(cmd.OutOrStdout(), a.Status.Output)
 			return err
+		})
+}
+
+// newAgentCmd is a command about the one Agent its argument names; do
+// runs it with the cluster's clients.
+func newAgentCmd(g *globals, use, short string, do func(cmd *cobra.Command, cl *clients, name string) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.clients()
+			if err != nil {
+				return err
+			}
+			return do(cmd, cl, args[0])
 		},
 	}
 }
@@ -147,15 +156,8 @@ func podLog(ctx context.Context, cl *clients, a *agentsv1alpha1.Agent) (string, 
 
 func newEventsCmd(g *globals) *cobra.Command {
 	var follow, rawJSON bool
-	cmd := &cobra.Command{
-		Use:   "events AGENT",
-		Short: "Replay a run's events from NATS JetStream",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := g.clients()
-			if err != nil {
-				return err
-			}
+	cmd := newAgentCmd(g, "events AGENT", "Replay a run's events from NATS JetStream",
+		func(cmd *cobra.Command, cl *clients, name string) error {
 			nc, js, err := g.jetStream()
 			if err != nil {
 				return err
@@ -164,7 +166,7 @@ func newEventsCmd(g *globals) *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
 			out := cmd.OutOrStdout()
-			return events.Replay(ctx, js, events.Filter{Namespace: cl.namespace, Agent: args[0]}, events.ReplayOptions{Follow: follow}, func(ev *eventsv1.RunEvent) error {
+			return events.Replay(ctx, js, events.Filter{Namespace: cl.namespace, Agent: name}, events.ReplayOptions{Follow: follow}, func(ev *eventsv1.RunEvent) error {
 				if rawJSON {
 					b, err := events.Encode(ev)
 					if err != nil {
@@ -176,29 +178,20 @@ func newEventsCmd(g *globals) *cobra.Command {
 				_, err := fmt.Fprintf(out, "%4d  %s  %s\n", ev.GetSequence(), ev.GetTime().AsTime().Format("15:04:05.000"), digest.Line(ev))
 				return err
 			})
-		},
-	}
+		})
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
 	cmd.Flags().BoolVar(&rawJSON, "json", false, "print each event's JSON envelope")
 	return cmd
 }
 
 func newCancelCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "cancel AGENT",
-		Short: "Stop a run: delete the Agent, which deletes its Job and pod",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := g.clients()
-			if err != nil {
-				return err
-			}
-			a := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: cl.namespace, Name: args[0]}}
+	return newAgentCmd(g, "cancel AGENT", "Stop a run: delete the Agent, which deletes its Job and pod",
+		func(cmd *cobra.Command, cl *clients, name string) error {
+			a := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: cl.namespace, Name: name}}
 			if err := cl.c.Delete(cmd.Context(), a, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-				return fmt.Errorf("cancel agent/%s: %w", args[0], err)
+				return fmt.Errorf("cancel agent/%s: %w", name, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "agent/%s cancelled\n", args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "agent/%s cancelled\n", name)
 			return nil
-		},
-	}
+		})
 }

@@ -25,32 +25,29 @@ func addGatewayFlags(cmd *cobra.Command, f *gatewayFlags) {
 }
 
 func newPromptCmd(g *globals) *cobra.Command {
-	f := &gatewayFlags{}
-	cmd := &cobra.Command{
-		Use:   "prompt AGENT TEXT",
-		Short: "Send one prompt to a realtime Agent and stream its turn",
-		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := g.dialGateway(f, args[0])
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
+	return newGatewayCmd(g, "prompt AGENT TEXT", "Send one prompt to a realtime Agent and stream its turn", 2,
+		func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
 			return s.turn(ctx, args[1], cmd.OutOrStdout())
-		},
-	}
-	addGatewayFlags(cmd, f)
-	return cmd
+		})
 }
 
 func newChatCmd(g *globals) *cobra.Command {
+	return newGatewayCmd(g, "chat AGENT", "Talk to a realtime Agent: one prompt per line of stdin, Ctrl-D closes the session", 1,
+		func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error {
+			return s.chat(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		})
+}
+
+// newGatewayCmd is a command that talks to the session of the Agent named
+// by its first argument: it dials the gateway, then calls do with a
+// context that Ctrl-C cancels, and closes the connection after.
+func newGatewayCmd(g *globals, use, short string, nargs int,
+	do func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error) *cobra.Command {
 	f := &gatewayFlags{}
 	cmd := &cobra.Command{
-		Use:   "chat AGENT",
-		Short: "Talk to a realtime Agent: one prompt per line of stdin, Ctrl-D closes the session",
-		Args:  cobra.ExactArgs(1),
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(nargs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := g.dialGateway(f, args[0])
 			if err != nil {
@@ -59,7 +56,7 @@ func newChatCmd(g *globals) *cobra.Command {
 			defer s.close()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
-			return s.chat(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return do(ctx, s, cmd, args)
 		},
 	}
 	addGatewayFlags(cmd, f)

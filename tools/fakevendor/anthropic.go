@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -152,21 +151,16 @@ func (s *Server) anthropicCreate(w http.ResponseWriter, r *http.Request) {
 	s.anth.seq++
 	b := &anthropicBatch{id: newID("msgbatch_"), seq: s.anth.seq, life: s.newLifecycle(), reqs: reqs}
 	s.anth.batches[b.id] = b
-	out := s.anthropicJSON(b)
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	s.replyUnlock(w, s.anthropicJSON(b))
 }
 
 // anthropicBatchFor looks a batch up, answering 404 itself when missing.
 // It returns with s.mu held on success.
 func (s *Server) anthropicBatchFor(w http.ResponseWriter, r *http.Request) *anthropicBatch {
-	s.mu.Lock()
-	b := s.anth.batches[r.PathValue("id")]
-	if b == nil {
-		s.mu.Unlock()
-		anthropicError(w, http.StatusNotFound, "not_found_error", "message batch not found: "+r.PathValue("id"))
-	}
-	return b
+	id := r.PathValue("id")
+	return lockedFind(s, func() *anthropicBatch { return s.anth.batches[id] }, func() {
+		anthropicError(w, http.StatusNotFound, "not_found_error", "message batch not found: "+id)
+	})
 }
 
 func (s *Server) anthropicGet(w http.ResponseWriter, r *http.Request) {
@@ -175,9 +169,7 @@ func (s *Server) anthropicGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b.life.poll(s.now())
-	out := s.anthropicJSON(b)
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	s.replyUnlock(w, s.anthropicJSON(b))
 }
 
 func (s *Server) anthropicCancel(w http.ResponseWriter, r *http.Request) {
@@ -190,9 +182,7 @@ func (s *Server) anthropicCancel(w http.ResponseWriter, r *http.Request) {
 		t := s.now()
 		b.cancelAt = &t
 	}
-	out := s.anthropicJSON(b)
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	s.replyUnlock(w, s.anthropicJSON(b))
 }
 
 func (s *Server) anthropicDelete(w http.ResponseWriter, r *http.Request) {
@@ -215,22 +205,13 @@ func (s *Server) anthropicDelete(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) anthropicList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit := 20
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			anthropicError(w, http.StatusBadRequest, "invalid_request_error", "limit: must be an integer between 1 and 1000")
-			return
-		}
-		limit = n
+	limit, ok := queryInt(r, "limit", 20, 1, 1000)
+	if !ok {
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "limit: must be an integer between 1 and 1000")
+		return
 	}
 	s.mu.Lock()
-	all := make([]*anthropicBatch, 0, len(s.anth.batches))
-	for _, b := range s.anth.batches {
-		all = append(all, b)
-	}
-	// Newest first, as the real API lists them.
-	slices.SortFunc(all, func(a, b *anthropicBatch) int { return b.seq - a.seq })
+	all := newestFirst(s.anth.batches)
 	start, end := 0, len(all)
 	for i, b := range all {
 		if b.id == q.Get("after_id") {
@@ -245,15 +226,8 @@ func (s *Server) anthropicList(w http.ResponseWriter, r *http.Request) {
 	if hasMore {
 		page = page[:limit]
 	}
-	data := make([]map[string]any, 0, len(page))
-	for _, b := range page {
-		data = append(data, s.anthropicJSON(b))
-	}
+	data, first, last := renderPage(page, s.anthropicJSON)
 	s.mu.Unlock()
-	var first, last any
-	if len(data) > 0 {
-		first, last = data[0]["id"], data[len(data)-1]["id"]
-	}
 	writeJSON(w, http.StatusOK, map[string]any{"data": data, "has_more": hasMore, "first_id": first, "last_id": last})
 }
 
@@ -280,14 +254,15 @@ func (s *Server) anthropicResults(w http.ResponseWriter, r *http.Request) {
 }
 
 func anthropicResult(b *anthropicBatch, q anthropicRequest) map[string]any {
-	switch {
-	case b.life.canceled:
+	switch b.life.ending() {
+	case endCanceled:
 		return map[string]any{"type": "canceled"}
-	case b.life.outcome == OutcomeExpire:
+	case endExpired:
 		return map[string]any{"type": "expired"}
-	case b.life.outcome == OutcomeFail:
+	case endFailed:
 		return anthropicErrored("api_error", "fakevendor: batch failure requested")
-	case strings.Contains(q.prompt, b.life.marker):
+	}
+	if strings.Contains(q.prompt, b.life.marker) {
 		return anthropicErrored("invalid_request_error", b.life.errMsg)
 	}
 	text := answerFor(q.prompt, q.schema)

@@ -2,6 +2,7 @@ package fakevendor
 
 import (
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -145,21 +146,16 @@ func (s *Server) geminiCreate(w http.ResponseWriter, r *http.Request) {
 	b := &geminiBatch{id: strings.ToLower(newID("")), model: "models/" + model, display: display,
 		seq: s.gem.seq, life: s.newLifecycle(), reqs: reqs, fromFile: field(in, "fileName") != nil}
 	s.gem.batches[b.id] = b
-	out := s.geminiJSON(b)
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	s.replyUnlock(w, s.geminiJSON(b))
 }
 
 // geminiBatchFor returns the batch and the custom method after the colon,
 // with s.mu held when the batch exists.
 func (s *Server) geminiBatchFor(w http.ResponseWriter, r *http.Request) (*geminiBatch, string) {
 	id, method, _ := strings.Cut(r.PathValue("id"), ":")
-	s.mu.Lock()
-	b := s.gem.batches[id]
-	if b == nil {
-		s.mu.Unlock()
+	b := lockedFind(s, func() *geminiBatch { return s.gem.batches[id] }, func() {
 		geminiError(w, http.StatusNotFound, "Batch batches/"+id+" not found.")
-	}
+	})
 	return b, method
 }
 
@@ -169,9 +165,7 @@ func (s *Server) geminiGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b.life.poll(s.now())
-	out := s.geminiJSON(b)
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	s.replyUnlock(w, s.geminiJSON(b))
 }
 
 func (s *Server) geminiCancel(w http.ResponseWriter, r *http.Request) {
@@ -206,25 +200,17 @@ func (s *Server) geminiDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) geminiList(w http.ResponseWriter, r *http.Request) {
-	size := 50
-	if v := r.URL.Query().Get("pageSize"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			geminiError(w, http.StatusBadRequest, "pageSize: must be a positive integer")
-			return
-		}
-		size = min(n, 1000)
+	size, ok := queryInt(r, "pageSize", 50, 1, math.MaxInt)
+	if !ok {
+		geminiError(w, http.StatusBadRequest, "pageSize: must be a positive integer")
+		return
 	}
+	// Larger page sizes are served as 1000, as the API does.
+	size = min(size, 1000)
 	s.mu.Lock()
-	all := make([]*geminiBatch, 0, len(s.gem.batches))
-	for _, b := range s.gem.batches {
-		all = append(all, b)
-	}
-	slices.SortFunc(all, func(a, b *geminiBatch) int { return b.seq - a.seq })
-	if tok := r.URL.Query().Get("pageToken"); tok != "" {
-		if i := slices.IndexFunc(all, func(b *geminiBatch) bool { return b.id == tok }); i >= 0 {
-			all = all[i:]
-		}
+	all := newestFirst(s.gem.batches)
+	if i := indexOf(all, r.URL.Query().Get("pageToken")); i >= 0 {
+		all = all[i:]
 	}
 	out := map[string]any{}
 	if len(all) > size {
@@ -247,14 +233,11 @@ func geminiState(b *geminiBatch) string {
 		return "BATCH_STATE_PENDING"
 	case !b.life.ended:
 		return "BATCH_STATE_RUNNING"
-	case b.life.canceled:
-		return "BATCH_STATE_CANCELLED"
-	case b.life.outcome == OutcomeExpire:
-		return "BATCH_STATE_EXPIRED"
-	case b.life.outcome == OutcomeFail:
-		return "BATCH_STATE_FAILED"
 	}
-	return "BATCH_STATE_SUCCEEDED"
+	return [...]string{
+		endSucceeded: "BATCH_STATE_SUCCEEDED", endCanceled: "BATCH_STATE_CANCELLED",
+		endExpired: "BATCH_STATE_EXPIRED", endFailed: "BATCH_STATE_FAILED",
+	}[b.life.ending()]
 }
 
 // geminiJSON renders the batch as the long-running Operation the API

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -121,28 +120,25 @@ func (s *Server) openaiUpload(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	f := &openaiFile{id: newID("file-"), name: hdr.Filename, purpose: purpose, created: s.now(), data: data}
 	s.oai.files[f.id] = f
-	out := fileJSON(f)
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	s.replyUnlock(w, fileJSON(f))
 }
 
 // openaiFileFor returns with s.mu held when the file exists.
 func (s *Server) openaiFileFor(w http.ResponseWriter, r *http.Request) *openaiFile {
-	s.mu.Lock()
-	f := s.oai.files[r.PathValue("id")]
-	if f == nil || f.deleted {
-		s.mu.Unlock()
-		openaiError(w, http.StatusNotFound, "invalid_request_error", "", "No such File object: "+r.PathValue("id"))
+	id := r.PathValue("id")
+	return lockedFind(s, func() *openaiFile {
+		if f := s.oai.files[id]; f != nil && !f.deleted {
+			return f
+		}
 		return nil
-	}
-	return f
+	}, func() {
+		openaiError(w, http.StatusNotFound, "invalid_request_error", "", "No such File object: "+id)
+	})
 }
 
 func (s *Server) openaiFileGet(w http.ResponseWriter, r *http.Request) {
 	if f := s.openaiFileFor(w, r); f != nil {
-		out := fileJSON(f)
-		s.mu.Unlock()
-		writeJSON(w, http.StatusOK, out)
+		s.replyUnlock(w, fileJSON(f))
 	}
 }
 
@@ -314,13 +310,10 @@ func openaiPrompt(url string, body map[string]any) (string, any) {
 
 // openaiBatchFor returns with s.mu held when the batch exists.
 func (s *Server) openaiBatchFor(w http.ResponseWriter, r *http.Request) *openaiBatch {
-	s.mu.Lock()
-	b := s.oai.batches[r.PathValue("id")]
-	if b == nil {
-		s.mu.Unlock()
-		openaiError(w, http.StatusNotFound, "invalid_request_error", "", "No batch found with id '"+r.PathValue("id")+"'.")
-	}
-	return b
+	id := r.PathValue("id")
+	return lockedFind(s, func() *openaiBatch { return s.oai.batches[id] }, func() {
+		openaiError(w, http.StatusNotFound, "invalid_request_error", "", "No batch found with id '"+id+"'.")
+	})
 }
 
 func (s *Server) openaiGet(w http.ResponseWriter, r *http.Request) {
@@ -328,9 +321,7 @@ func (s *Server) openaiGet(w http.ResponseWriter, r *http.Request) {
 		if b.life.poll(s.now()) {
 			s.openaiFinish(b)
 		}
-		out := s.openaiJSON(b)
-		s.mu.Unlock()
-		writeJSON(w, http.StatusOK, out)
+		s.replyUnlock(w, s.openaiJSON(b))
 	}
 }
 
@@ -351,39 +342,22 @@ func (s *Server) openaiCancel(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) openaiList(w http.ResponseWriter, r *http.Request) {
-	limit := 20
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			openaiError(w, http.StatusBadRequest, "invalid_request_error", "", "limit: must be an integer between 1 and 100")
-			return
-		}
-		limit = n
+	limit, ok := queryInt(r, "limit", 20, 1, 100)
+	if !ok {
+		openaiError(w, http.StatusBadRequest, "invalid_request_error", "", "limit: must be an integer between 1 and 100")
+		return
 	}
 	s.mu.Lock()
-	all := make([]*openaiBatch, 0, len(s.oai.batches))
-	for _, b := range s.oai.batches {
-		all = append(all, b)
-	}
-	slices.SortFunc(all, func(a, b *openaiBatch) int { return b.seq - a.seq })
-	if after := r.URL.Query().Get("after"); after != "" {
-		if i := slices.IndexFunc(all, func(b *openaiBatch) bool { return b.id == after }); i >= 0 {
-			all = all[i+1:]
-		}
+	all := newestFirst(s.oai.batches)
+	if i := indexOf(all, r.URL.Query().Get("after")); i >= 0 {
+		all = all[i+1:]
 	}
 	hasMore := len(all) > limit
 	if hasMore {
 		all = all[:limit]
 	}
-	data := make([]map[string]any, 0, len(all))
-	for _, b := range all {
-		data = append(data, s.openaiJSON(b))
-	}
+	data, first, last := renderPage(all, s.openaiJSON)
 	s.mu.Unlock()
-	var first, last any
-	if len(data) > 0 {
-		first, last = data[0]["id"], data[len(data)-1]["id"]
-	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "first_id": first, "last_id": last, "has_more": hasMore})
 }
 
@@ -393,12 +367,13 @@ func (s *Server) openaiFinish(b *openaiBatch) {
 	var out, errs bytes.Buffer
 	for _, l := range b.lines {
 		line := map[string]any{"id": newID("batch_req_"), "custom_id": l.customID, "response": nil, "error": nil}
+		end := b.life.ending()
 		switch {
-		case b.life.canceled:
+		case end == endCanceled:
 			line["error"] = map[string]any{"code": "batch_cancelled", "message": "This request was not executed because the batch was cancelled."}
-		case b.life.outcome == OutcomeExpire:
+		case end == endExpired:
 			line["error"] = map[string]any{"code": "batch_expired", "message": "This request could not be executed before the completion window expired."}
-		case b.life.outcome == OutcomeFail:
+		case end == endFailed:
 			continue
 		case strings.Contains(l.prompt, b.life.marker):
 			line["response"] = map[string]any{"status_code": 400, "request_id": newID("req_"),

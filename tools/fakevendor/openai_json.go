@@ -14,14 +14,8 @@ func (s *Server) openaiStatus(b *openaiBatch) string {
 		return "validating"
 	case !b.life.ended:
 		return "in_progress"
-	case b.life.canceled:
-		return "cancelled"
-	case b.life.outcome == OutcomeExpire:
-		return "expired"
-	case b.life.outcome == OutcomeFail:
-		return "failed"
 	}
-	return "completed"
+	return [...]string{endSucceeded: "completed", endCanceled: "cancelled", endExpired: "expired", endFailed: "failed"}[b.life.ending()]
 }
 
 // openaiJSON renders a Batch object; callers hold s.mu.

@@ -294,3 +294,27 @@ func (l *lifecycle) poll(now time.Time) bool {
 	}
 	return false
 }
+
+// ending is how a batch ended, decided alike for every vendor.
+type ending int
+
+const (
+	endSucceeded ending = iota
+	endCanceled
+	endExpired
+	endFailed
+)
+
+// ending says how the batch ended (or will): a cancel wins over the
+// requested outcome.
+func (l *lifecycle) ending() ending {
+	switch {
+	case l.canceled:
+		return endCanceled
+	case l.outcome == OutcomeExpire:
+		return endExpired
+	case l.outcome == OutcomeFail:
+		return endFailed
+	}
+	return endSucceeded
+}

@@ -73,9 +73,5 @@ func newFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 // not given. After --version or --help, which it prints to out, it
 // returns service.ErrVersion or service.ErrHelp.
 func Parse(args []string, getenv func(string) string, out io.Writer) (*Config, error) {
-	fs, c := newFlagSet(getenv)
-	if err := fs.Parse(args, out); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return service.ParseConfig(newFlagSet, args, getenv, out)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/agentplane/agentplane/libs/vendors"
 	batchv1 "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 	"github.com/agentplane/agentplane/tools/fakevendor"
+	"github.com/agentplane/agentplane/tools/fakevendor/fakevendortest"
 
 	"github.com/agentplane/agentplane/services/batch-poller/internal/keys"
 	"github.com/agentplane/agentplane/services/batch-poller/internal/metrics"
@@ -62,12 +63,8 @@ func startStack(t *testing.T, secretData map[string]string) *stack {
 			t.Fatal(err)
 		}
 	}
-	s.fv = fakevendor.New(fakevendor.Options{APIKey: goodKey, PollsUntilEnded: 2})
-	base, err := s.fv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.fv.Close() })
+	fv, base := fakevendortest.Start(t, fakevendor.Options{APIKey: goodKey, PollsUntilEnded: 2})
+	s.fv = fv
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.src = keys.New(env.Kube)

@@ -81,6 +81,22 @@ func refOf(b *batchv1.BatchRef) (tracker.Ref, error) {
 	return tracker.Ref{Run: run, Provider: b.GetProvider(), BatchID: b.GetBatchId(), Model: b.GetModel()}, nil
 }
 
+// onBatch validates b and runs the tracker operation op on it: a bad
+// reference is InvalidArgument, and op's error gets its code from
+// grpcError, named name.
+func onBatch[T any](ctx context.Context, b *batchv1.BatchRef, name string, op func(context.Context, tracker.Ref) (T, error)) (T, error) {
+	var zero T
+	ref, err := refOf(b)
+	if err != nil {
+		return zero, err
+	}
+	v, err := op(ctx, ref)
+	if err != nil {
+		return zero, grpcError(name, err)
+	}
+	return v, nil
+}
+
 // Submit implements BatchServiceServer.
 func (s *Service) Submit(ctx context.Context, req *batchv1.SubmitRequest) (*batchv1.SubmitResponse, error) {
 	run, err := runOf("run", req.GetRun())
@@ -109,13 +125,9 @@ func (s *Service) Submit(ctx context.Context, req *batchv1.SubmitRequest) (*batc
 
 // Get implements BatchServiceServer.
 func (s *Service) Get(ctx context.Context, req *batchv1.GetRequest) (*batchv1.GetResponse, error) {
-	ref, err := refOf(req.GetBatch())
+	snap, err := onBatch(ctx, req.GetBatch(), "get", s.t.Get)
 	if err != nil {
 		return nil, err
-	}
-	snap, err := s.t.Get(ctx, ref)
-	if err != nil {
-		return nil, grpcError("get", err)
 	}
 	resp := &batchv1.GetResponse{State: snap.State, Lines: snap.Lines, FailureMessage: snap.FailureMessage, VendorStatus: snap.VendorStatus}
 	if !snap.CheckedAt.IsZero() {
@@ -126,25 +138,20 @@ func (s *Service) Get(ctx context.Context, req *batchv1.GetRequest) (*batchv1.Ge
 
 // Cancel implements BatchServiceServer.
 func (s *Service) Cancel(ctx context.Context, req *batchv1.CancelRequest) (*batchv1.CancelResponse, error) {
-	ref, err := refOf(req.GetBatch())
+	snap, err := onBatch(ctx, req.GetBatch(), "cancel", s.t.Cancel)
 	if err != nil {
 		return nil, err
-	}
-	snap, err := s.t.Cancel(ctx, ref)
-	if err != nil {
-		return nil, grpcError("cancel", err)
 	}
 	return &batchv1.CancelResponse{State: snap.State, VendorStatus: snap.VendorStatus}, nil
 }
 
 // Delete implements BatchServiceServer.
 func (s *Service) Delete(ctx context.Context, req *batchv1.DeleteRequest) (*batchv1.DeleteResponse, error) {
-	ref, err := refOf(req.GetBatch())
+	_, err := onBatch(ctx, req.GetBatch(), "delete", func(ctx context.Context, ref tracker.Ref) (struct{}, error) {
+		return struct{}{}, s.t.Delete(ctx, ref)
+	})
 	if err != nil {
 		return nil, err
-	}
-	if err := s.t.Delete(ctx, ref); err != nil {
-		return nil, grpcError("delete", err)
 	}
 	return &batchv1.DeleteResponse{}, nil
 }

@@ -19,6 +19,7 @@ import (
 	batchv1 "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 	"github.com/agentplane/agentplane/tools/fakevendor"
+	"github.com/agentplane/agentplane/tools/fakevendor/fakevendortest"
 
 	"github.com/agentplane/agentplane/services/batch-poller/internal/keys"
 	"github.com/agentplane/agentplane/services/batch-poller/internal/metrics"
@@ -89,7 +90,7 @@ func TestBenchPollCadenceAndNoticeLatency(t *testing.T) {
 	report(t, "batch-poller: tracker table alone: %.1f MiB for %d batches (%.0f bytes per batch)", h1-h0, n, (h1-h0)*(1<<20)/float64(n))
 	runtime.KeepAlive(solo)
 
-	fv, base := startVendor(t, fakevendor.Options{Delay: delay})
+	fv, base := fakevendortest.Start(t, fakevendor.Options{Delay: delay})
 	ns := eventstest.Start(t)
 	nc := ns.Connect()
 

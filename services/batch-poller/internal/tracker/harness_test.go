@@ -15,6 +15,7 @@ import (
 	batchv1 "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 	"github.com/agentplane/agentplane/tools/fakevendor"
+	"github.com/agentplane/agentplane/tools/fakevendor/fakevendortest"
 
 	"github.com/agentplane/agentplane/services/batch-poller/internal/keys"
 	"github.com/agentplane/agentplane/services/batch-poller/internal/metrics"
@@ -22,7 +23,7 @@ import (
 )
 
 const (
-	testKey = "sk-test-key"
+	testKey = fakevendortest.Key
 	testNS  = "team-a"
 )
 
@@ -55,20 +56,6 @@ type harness struct {
 	notices []*eventsv1.RunEvent
 }
 
-func startVendor(t *testing.T, opts fakevendor.Options) (*fakevendor.Server, string) {
-	t.Helper()
-	if opts.APIKey == "" {
-		opts.APIKey = testKey
-	}
-	fv := fakevendor.New(opts)
-	base, err := fv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fv.Close() })
-	return fv, base
-}
-
 func staticKeys(key string) keys.Static {
 	return keys.Static{testNS: {"ANTHROPIC_API_KEY": key, "OPENAI_API_KEY": key, "GEMINI_API_KEY": key}}
 }
@@ -80,7 +67,7 @@ func adapters(base string) []vendor.Adapter {
 
 func newHarness(t *testing.T, opts fakevendor.Options, period time.Duration) *harness {
 	t.Helper()
-	fv, base := startVendor(t, opts)
+	fv, base := fakevendortest.Start(t, opts)
 	h := &harness{fv: fv, base: base, period: period}
 	ns := eventstest.Start(t)
 	nc := ns.Connect()
