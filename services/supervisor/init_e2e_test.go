@@ -355,6 +355,10 @@ func TestInitFailureCodes(t *testing.T) {
 			if lc.GetPhase() != "init" || lc.GetStatus() != "failed" || lc.GetReason() != tt.reason || lc.GetExitCode() != int32(tt.code) {
 				t.Fatalf("terminal event %v", lc)
 			}
+			// The controller shows the message on the Agent.
+			if lc.GetMessage() == "" || strings.Contains(lc.GetMessage(), "\n") {
+				t.Fatalf("terminal event's message %q is not one line of detail", lc.GetMessage())
+			}
 		})
 	}
 }

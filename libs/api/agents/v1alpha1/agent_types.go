@@ -178,7 +178,8 @@ type AgentStatus struct {
 	// with reason Queued while waiting for a Station slot) and, on runs that
 	// continue a conversation, ConversationRestored (True, reason Restored;
 	// False, reason RestoreSkipped, when the store could not serve it and
-	// the run started a fresh conversation).
+	// the run started a fresh conversation), and, on a run whose init step
+	// failed, Initialized (False, reason InitFailed, naming the step).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -69,10 +69,19 @@ const (
 	// store, False with ReasonRestoreSkipped when the store could not serve
 	// it and the run started a fresh conversation instead.
 	ConditionConversationRestored = "ConversationRestored"
+
+	// ConditionInitialized is set only on a run whose pod's init container
+	// failed: False with ReasonInitFailed, the message saying which step
+	// failed and why.
+	ConditionInitialized = "Initialized"
 )
 
 // Condition reasons used with the condition types above.
 const (
+	// ReasonInitFailed means the run pod's init container (`supervisor
+	// init`: clone, skills, conversation restore) exited non-zero, so the
+	// agent container never ran.
+	ReasonInitFailed = "InitFailed"
 	// ReasonResolved means the Station and AgentDefinition were found and accepted.
 	ReasonResolved = "Resolved"
 	// ReasonStationNotFound means spec.stationRef names no Station in the namespace.

@@ -218,9 +218,11 @@ func (c *Controller) readRun(ctx context.Context, snap *decision.Snapshot) error
 
 // readPod reads the Job's pod back: its agent container's exit code and
 // log when agentLog is set (the run finished), and the init container's
-// log, for the conversation restore's outcome, when initLog is set. A
-// failed pod LIST is an error to retry: only a pod that is really gone
-// makes the run lose its output.
+// log, for the conversation restore's outcome, when initLog is set. In a
+// finished run whose init container failed, that log is read for the
+// failed step instead of the agent container's, which never ran. A failed
+// pod LIST is an error to retry: only a pod that is really gone makes the
+// run lose its output.
 func (c *Controller) readPod(ctx context.Context, job *batchv1.Job, agentLog, initLog bool) (decision.PodOutcome, error) {
 	pods, err := c.kube.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name})
 	if err != nil {
@@ -235,19 +237,35 @@ func (c *Controller) readPod(ctx context.Context, job *batchv1.Job, agentLog, in
 	})
 	pod := &pods.Items[0]
 	out := decision.PodOutcome{Found: true}
-	if initLog {
-		// Best-effort: an unread log sets no condition, and the next pass
-		// tries again.
+	if agentLog {
+		out.InitFailed = failedInit(pod)
+	}
+	// Only the supervisor's init container prints lifecycle lines.
+	failedStep := out.InitFailed != nil && out.InitFailed.Container == jobbuild.InitContainerName
+	if initLog || failedStep {
+		// Best-effort: an unread log sets no restore condition (the next
+		// pass tries again), and a failed init is named from its status.
 		raw, err := c.kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{
 			Container: jobbuild.InitContainerName, TailLines: ptr.To[int64](initLogTailLines), LimitBytes: ptr.To[int64](initLogLimitBytes),
 		}).DoRaw(ctx)
-		if err != nil {
+		switch {
+		case err != nil:
 			c.log.Debug("init container log not read", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-		} else {
-			out.Restore = decision.ParseRestore(string(raw))
+			if failedStep {
+				out.InitFailed.LogErr = err
+			}
+		default:
+			if initLog {
+				out.Restore = decision.ParseRestore(string(raw))
+			}
+			if failedStep {
+				out.InitFailed.Step, out.InitFailed.Message, _ = decision.ParseInitFailure(string(raw))
+			}
 		}
 	}
-	if !agentLog {
+	if !agentLog || out.InitFailed != nil {
+		// A pod whose init failed never started its agent container: it
+		// has no exit code, and reading its log would only fail.
 		return out, nil
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
@@ -272,6 +290,17 @@ func (c *Controller) readPod(ctx context.Context, job *batchv1.Job, agentLog, in
 	}
 	out.Log, out.LogDropped = tail.Text, tail.Dropped
 	return out, nil
+}
+
+// failedInit returns the first init container of pod that terminated
+// with a non-zero exit code; nil when none did.
+func failedInit(pod *corev1.Pod) *decision.InitFailure {
+	for _, cs := range pod.Status.InitContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			return &decision.InitFailure{Container: cs.Name, ExitCode: t.ExitCode, Reason: t.Reason}
+		}
+	}
+	return nil
 }
 
 // showRetrying records on a Pending Agent that starting it failed for now

@@ -101,6 +101,16 @@ func TestEvents(t *testing.T) {
 				t.Errorf("note %q, want the failure reason %q", p.Events[0].Note, p.Status.FailureReason)
 			}
 		}},
+		{"a Job run whose init step failed records Failed noting the step, its exit code and message", func() Snapshot {
+			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
+			s.Job = job(backoffLimit)
+			s.Pod = PodOutcome{Found: true, InitFailed: &InitFailure{Container: "init", ExitCode: 14, Step: "clone", Message: "clone app: git clone exited 128"}}
+			return s
+		}, "Warning/Failed", func(t *testing.T, p Plan) {
+			if p.Events[0].Note != "init step clone failed (exit 14): clone app: git clone exited 128" {
+				t.Errorf("note %q", p.Events[0].Note)
+			}
+		}},
 		{"a run refused before it starts (its Station missing) records Failed with the reason", func() Snapshot {
 			s := snap(agent("a", ""))
 			s.Station = nil

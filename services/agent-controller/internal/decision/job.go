@@ -116,11 +116,22 @@ func followJob(s Snapshot) Plan {
 	if s.Pod.ExitCode != nil && *s.Pod.ExitCode != 0 {
 		exit = *s.Pod.ExitCode
 	}
-	if exit == ExitDeadline && (jobReason == "" || strings.HasPrefix(jobReason, batchv1.JobReasonBackoffLimitExceeded)) {
+	// BackoffLimitExceeded only says the pod failed; the pod says how. A
+	// Job-level reason of its own (DeadlineExceeded) is kept: it is the
+	// same story told by Kubernetes.
+	generic := jobReason == "" || strings.HasPrefix(jobReason, batchv1.JobReasonBackoffLimitExceeded)
+	initFailed := setInitFailedCondition(st, s)
+	switch {
+	case initFailed != nil && generic:
+		// The agent container never ran: the init step is what failed,
+		// and its exit code is the pod's.
+		reason = InitFailureReason(initFailed)
+		if initFailed.ExitCode != 0 {
+			exit = initFailed.ExitCode
+		}
+	case exit == ExitDeadline && generic:
 		// The supervisor stops the CLI just before the Job's deadline, so
-		// the Job only sees a failed pod; say what really happened. A
-		// Job-level DeadlineExceeded is kept: it is the same story told by
-		// Kubernetes.
+		// the Job only sees a failed pod; say what really happened.
 		reason = ReasonDeadline
 	}
 	if reason == "" {

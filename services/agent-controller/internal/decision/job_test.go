@@ -7,6 +7,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
@@ -158,6 +162,86 @@ func TestJobRuns(t *testing.T) {
 				t.Errorf("output %d bytes, valid %v: %q", len(p.Status.Output), utf8.ValidString(p.Status.Output), p.Status.Output)
 			}
 		}},
+		{"init failed: the init step's failed line names the step, its exit code and message", func() Snapshot {
+			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
+			s.Job = job(backoffLimit)
+			s.Pod = PodOutcome{Found: true, InitFailed: &InitFailure{Container: "init", ExitCode: 14, Reason: "Error",
+				Step: "clone", Message: "clone app: git clone exited 128: fatal: repository 'https://github.com/o/app.git/' not found"}}
+			return s
+		}, func(t *testing.T, p Plan) {
+			want := "init step clone failed (exit 14): clone app: git clone exited 128: fatal: repository 'https://github.com/o/app.git/' not found"
+			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 14, want)
+			wantInitFailed(t, p, want)
+			if p.Status.Output != "" || p.Outcome.Failure != FailureJobFailed || p.Outcome.ExitCode != 14 {
+				t.Errorf("%+v", p)
+			}
+		}},
+		{"init failed: credentials in the step's message are redacted", func() Snapshot {
+			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
+			s.Job = job(backoffLimit)
+			s.Pod = PodOutcome{Found: true, InitFailed: &InitFailure{Container: "init", ExitCode: 14,
+				Step: "clone", Message: "fatal: unable to access 'https://x-access-token:ghp_s3cret@github.com/o/app.git/'"}}
+			return s
+		}, func(t *testing.T, p Plan) {
+			want := "init step clone failed (exit 14): fatal: unable to access 'https://<redacted>@github.com/o/app.git/'"
+			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 14, want)
+			wantInitFailed(t, p, want)
+		}},
+		{"init failed with an unreadable log: the init container and its exit code are named", func() Snapshot {
+			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
+			s.Job = job(backoffLimit)
+			s.Pod = PodOutcome{Found: true, InitFailed: &InitFailure{Container: "init", ExitCode: 14, Reason: "Error",
+				LogErr: errors.New("the server rejected our request")}}
+			return s
+		}, func(t *testing.T, p Plan) {
+			want := `init container "init" failed (exit 14); its log could not be read: the server rejected our request`
+			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 14, want)
+			wantInitFailed(t, p, want)
+		}},
+		{"init failed without a failed line: the init container, its exit code and the kubelet's reason are named", func() Snapshot {
+			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
+			s.Job = job(backoffLimit)
+			s.Pod = PodOutcome{Found: true, InitFailed: &InitFailure{Container: "init", ExitCode: 137, Reason: "OOMKilled"}}
+			return s
+		}, func(t *testing.T, p Plan) {
+			want := `init container "init" failed (exit 137, OOMKilled)`
+			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 137, want)
+			wantInitFailed(t, p, want)
+		}},
+		{"init failed past the Job's deadline: DeadlineExceeded stays the reason, the condition names the step", func() Snapshot {
+			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
+			s.Job = job(failed)
+			s.Pod = PodOutcome{Found: true, InitFailed: &InitFailure{Container: "init", ExitCode: 14, Step: "clone", Message: "signal: terminated"}}
+			return s
+		}, func(t *testing.T, p Plan) {
+			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, "DeadlineExceeded: Job was active longer than specified deadline")
+			wantInitFailed(t, p, "init step clone failed (exit 14): signal: terminated")
+		}},
+		{"main container failed: the Job's BackoffLimitExceeded and the pod's exit code, as before", func() Snapshot {
+			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
+			s.Job = job(backoffLimit)
+			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](3), Log: "boom\n"}
+			return s
+		}, func(t *testing.T, p Plan) {
+			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 3, "BackoffLimitExceeded: Job has reached the specified backoff limit")
+			if c := meta.FindStatusCondition(p.Status.Conditions, agentsv1alpha1.ConditionInitialized); c != nil {
+				t.Errorf("an init that did not fail set %+v", c)
+			}
+			if p.Status.Output != "boom\n" || p.Events[0].Note != p.Status.FailureReason {
+				t.Errorf("%+v", p)
+			}
+		}},
+		{"init succeeded: the run ends as before, without an Initialized condition", func() Snapshot {
+			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
+			s.Job = job(complete)
+			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](0), Log: "done\n"}
+			return s
+		}, func(t *testing.T, p Plan) {
+			wantTerminal(t, p, agentsv1alpha1.PhaseSucceeded, 0, "")
+			if c := meta.FindStatusCondition(p.Status.Conditions, agentsv1alpha1.ConditionInitialized); c != nil {
+				t.Errorf("an init that succeeded set %+v", c)
+			}
+		}},
 		{"resumeSession requires realtime execution", func() Snapshot {
 			a := agent("a", "")
 			a.Spec.ResumeSession = "sess-1"
@@ -168,5 +252,23 @@ func TestJobRuns(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) { c.check(t, Decide(c.snap())) })
+	}
+}
+
+// backoffLimit is the Job condition of a run whose only pod failed.
+var backoffLimit = batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
+	Reason: batchv1.JobReasonBackoffLimitExceeded, Message: "Job has reached the specified backoff limit"}
+
+// wantInitFailed checks that p says the run's init container failed with
+// reason: the condition Initialized=False, reason InitFailed, and the
+// Warning Failed Event.
+func wantInitFailed(t *testing.T, p Plan, reason string) {
+	t.Helper()
+	c := meta.FindStatusCondition(p.Status.Conditions, agentsv1alpha1.ConditionInitialized)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != agentsv1alpha1.ReasonInitFailed || c.Message != reason {
+		t.Errorf("condition %+v, want Initialized=False, InitFailed, %q", c, reason)
+	}
+	if len(p.Events) != 1 || p.Events[0].Type != corev1.EventTypeWarning || p.Events[0].Reason != EventFailed || p.Events[0].Note != p.Status.FailureReason {
+		t.Errorf("events %+v, want one Warning Failed noting %q", p.Events, p.Status.FailureReason)
 	}
 }

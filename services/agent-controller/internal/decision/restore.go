@@ -56,6 +56,24 @@ type lifecycleFields struct {
 func ParseRestore(log string) RestoreOutcome {
 	var out RestoreOutcome
 	succeeded := false
+	for _, lc := range initLifecycle(log) {
+		switch {
+		case lc.Status == "skipped" && lc.Tool == "conversation":
+			out = RestoreOutcome{Known: true, Skipped: true, Cause: lc.Reason, Message: lc.Message}
+		case lc.Status == "succeeded":
+			succeeded = true
+		}
+	}
+	if !out.Skipped && succeeded {
+		out.Known = true
+	}
+	return out
+}
+
+// initLifecycle returns the init phase's lifecycle events in the init
+// container's log, in order; every other line is skipped.
+func initLifecycle(log string) []lifecycleFields {
+	var out []lifecycleFields
 	for _, line := range strings.Split(log, "\n") {
 		line = strings.TrimSpace(line)
 		if !strings.HasPrefix(line, "{") {
@@ -72,18 +90,9 @@ func ParseRestore(log string) RestoreOutcome {
 		case l.Kind != "lifecycle":
 			continue
 		}
-		if lc.Phase != "init" {
-			continue
+		if lc.Phase == "init" {
+			out = append(out, lc)
 		}
-		switch {
-		case lc.Status == "skipped" && lc.Tool == "conversation":
-			out = RestoreOutcome{Known: true, Skipped: true, Cause: lc.Reason, Message: lc.Message}
-		case lc.Status == "succeeded":
-			succeeded = true
-		}
-	}
-	if !out.Skipped && succeeded {
-		out.Known = true
 	}
 	return out
 }

@@ -78,6 +78,10 @@ type PodOutcome struct {
 	// Restore is what the init container's log says about the conversation
 	// restore; read only when ReadsInitLog says so, zero otherwise.
 	Restore RestoreOutcome
+	// InitFailed is set, once the Job finished, when an init container of
+	// the pod terminated non-zero: the agent container never ran, so
+	// ExitCode and Log are empty.
+	InitFailed *InitFailure
 }
 
 // BatchState is where a submitted batch stands, as batch-poller reports it.

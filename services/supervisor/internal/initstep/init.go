@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -94,7 +95,10 @@ func Main(ctx context.Context, opts Options) int {
 		code := int32(f.code)
 		fmt.Fprintf(opts.Stderr, "supervisor init: %v\n", f)
 		log.Error("init failed", "reason", f.reason, "exit_code", f.code, "err", f.err)
-		em.Lifecycle("init", "failed", f.reason, &code, "")
+		// The message lets the controller say on the Agent which step
+		// broke and why, rather than the Job's generic backoff reason.
+		em.Event(&eventsv1.RunEvent{Payload: &eventsv1.RunEvent_Lifecycle{Lifecycle: &eventsv1.Lifecycle{
+			Phase: "init", Status: "failed", Reason: f.reason, ExitCode: &code, Message: failureMessage(f.err)}}})
 	} else {
 		em.Lifecycle("init", "succeeded", "", nil, "")
 	}
@@ -401,6 +405,25 @@ func skipMessage(id, source string, err error) string {
 	text := strings.Join(strings.Fields(detail.Error()), " ")
 	text = truncate.String(text, maxSkipMessage)
 	return fmt.Sprintf("conversation %q could not be restored from %s: %s; starting a fresh conversation", id, where, text)
+}
+
+// maxFailureMessage bounds a failed step's message: it ends up in a
+// lifecycle event, the Agent's failureReason and a Kubernetes Event.
+const maxFailureMessage = 1024
+
+// urlUserinfo matches the userinfo of a url (up to its last "@" before the
+// path, as repos.Redact reads it), wherever it is in a text.
+var urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#]*@`)
+
+// failureMessage is the one-line, bounded text of a failed step's error,
+// with the userinfo of every url in it removed. The steps already keep
+// credentials out of their errors (clone urls lose their userinfo before
+// git sees them, git's output is redacted); this guards the event, which
+// leaves the pod, against any url that slipped through.
+func failureMessage(err error) string {
+	text := strings.Join(strings.Fields(strings.ToValidUTF8(err.Error(), "")), " ")
+	text = urlUserinfo.ReplaceAllString(text, "${1}<redacted>@")
+	return truncate.String(text, maxFailureMessage)
 }
 
 // config writes the files the vendor CLI reads its MCP servers and
