@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -141,33 +139,13 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubeconfig, rec := rbacaudit.RecordedKubeconfig(t, env.Config, sysNS, "agent-controller")
-	cfg, err := config.Parse([]string{
-		"--kubeconfig=" + kubeconfig, "--pod-name=rbac-test", "--pod-namespace=" + sysNS,
-		"--metrics-bind-address=" + testenv.FreeAddr(t), "--health-probe-bind-address=" + testenv.FreeAddr(t), "--shutdown-timeout=5s",
+	stop := startRun(t,
+		"--kubeconfig="+kubeconfig, "--pod-name=rbac-test", "--pod-namespace="+sysNS,
+		"--metrics-bind-address="+testenv.FreeAddr(t), "--health-probe-bind-address="+testenv.FreeAddr(t), "--shutdown-timeout=5s",
 		"--leader-elect=true", "--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms",
 		"--poll-interval=1s", "--realtime-enabled",
-		"--batch-enabled", "--batch-poller-address=" + startPoller(t), "--batch-poll-seconds=0.2", "--batch-cleanup-backoff=200ms",
-	}, func(string) string { return "" }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	}()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}
-	t.Cleanup(stop)
+		"--batch-enabled", "--batch-poller-address="+startPoller(t), "--batch-poll-seconds=0.2", "--batch-cleanup-backoff=200ms")
+	ctx := context.Background()
 	eventually(t, "the Lease taken as the ServiceAccount", func() error {
 		l, err := env.Kube.CoordinationV1().Leases(sysNS).Get(ctx, config.LeaseName, metav1.GetOptions{})
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/testenv"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/config"
 )
 
 // TestWithoutElectionTheReplicaIsLeader runs the binary's run loop with
@@ -33,28 +31,13 @@ func TestWithoutElectionTheReplicaIsLeader(t *testing.T) {
 	}
 	ns := env.Namespace(t)
 	metricsAddr := testenv.FreeAddr(t)
-	cfg, err := config.Parse([]string{
-		"--kubeconfig=" + kubeconfig, "--pod-name=unelected", "--pod-namespace=" + ns, "--watch-namespace=" + ns,
-		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + testenv.FreeAddr(t), "--shutdown-timeout=5s",
-		"--leader-elect=false", "--poll-interval=1s",
-	}, func(string) string { return "" }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	})
+	startRun(t,
+		"--kubeconfig="+kubeconfig, "--pod-name=unelected", "--pod-namespace="+ns, "--watch-namespace="+ns,
+		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+testenv.FreeAddr(t), "--shutdown-timeout=5s",
+		"--leader-elect=false", "--poll-interval=1s")
 
 	a := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: ns}, Spec: agentsv1alpha1.AgentSpec{StationRef: "missing"}}
-	if err := env.Client.Create(ctx, a); err != nil {
+	if err := env.Client.Create(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the replica reconciling", phaseIs(ns, "orphan", agentsv1alpha1.PhaseFailed))

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"log/slog"
 	"os"
@@ -16,6 +17,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	kevents "k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,16 +43,53 @@ var quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: 
 // start runs a controller for one namespace until the test ends.
 func start(t *testing.T, ns string) (*Controller, *metrics.Metrics) {
 	t.Helper()
+	return startWith(t, ns, startOptions{})
+}
+
+// startOptions vary the controller a test runs.
+type startOptions struct {
+	// wrap, when set, stands between the controller's clientset (pods,
+	// logs, Jobs) and the API server, to inject faults or serve what
+	// envtest has no kubelet for.
+	wrap func(http.RoundTripper) http.RoundTripper
+	// record sends the controller's Events through client-go's
+	// events.k8s.io/v1 broadcaster, as main does.
+	record bool
+}
+
+// startWith runs a controller for one namespace, shaped by o, until the
+// test ends.
+func startWith(t *testing.T, ns string, o startOptions) (*Controller, *metrics.Metrics) {
+	t.Helper()
 	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := metrics.New()
-	ctl := New(c, env.Kube, m, Options{Namespace: ns, PollInterval: 2 * time.Second, Log: quiet})
+	kube := env.Kube
+	if o.wrap != nil {
+		cfg := rest.CopyConfig(env.Config)
+		cfg.Wrap(o.wrap)
+		if kube, err = kubernetes.NewForConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
+	opts := Options{Namespace: ns, PollInterval: 2 * time.Second, Log: quiet}
+	stopRecording := func() {}
+	if o.record {
+		b := kevents.NewBroadcaster(&kevents.EventSinkImpl{Interface: env.Kube.EventsV1()})
+		if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		opts.Recorder = b.NewRecorder(env.Scheme, "agent-controller")
+		stopRecording = b.Shutdown
+	}
+	m := metrics.New()
+	ctl := New(c, kube, m, opts)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = ctl.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); <-done; stopRecording() })
 	return ctl, m
 }
 
@@ -110,9 +151,8 @@ func waitPhase(t *testing.T, ns, name string, phase agentsv1alpha1.AgentPhase) *
 	return a
 }
 
-// finishPod plays the kubelet's part: it ends the Job's pod with exit code
-// code, and the real Job controller turns that into Complete or Failed.
-func finishPod(t *testing.T, ns, jobName string, code int32) {
+// podOf waits for the pod of the Job called jobName and returns it.
+func podOf(t *testing.T, ns, jobName string) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
 	eventually(t, "the pod of "+jobName, func() bool {
@@ -123,6 +163,14 @@ func finishPod(t *testing.T, ns, jobName string, code int32) {
 		pod = &pods.Items[0]
 		return true
 	})
+	return pod
+}
+
+// finishPod plays the kubelet's part: it ends the Job's pod with exit code
+// code, and the real Job controller turns that into Complete or Failed.
+func finishPod(t *testing.T, ns, jobName string, code int32) {
+	t.Helper()
+	pod := podOf(t, ns, jobName)
 	phase := corev1.PodSucceeded
 	if code != 0 {
 		phase = corev1.PodFailed

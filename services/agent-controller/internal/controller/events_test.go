@@ -4,39 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kevents "k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
 )
-
-// startRecording runs a controller for one namespace that records its
-// Events through client-go's events.k8s.io/v1 broadcaster, as main does.
-func startRecording(t *testing.T, ns string) *metrics.Metrics {
-	t.Helper()
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := kevents.NewBroadcaster(&kevents.EventSinkImpl{Interface: env.Kube.EventsV1()})
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
-		t.Fatal(err)
-	}
-	m := metrics.New()
-	ctl := New(c, env.Kube, m, Options{Namespace: ns, PollInterval: 2 * time.Second, Log: quiet,
-		Recorder: b.NewRecorder(env.Scheme, "agent-controller")})
-	done := make(chan struct{})
-	go func() { defer close(done); _ = ctl.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; b.Shutdown() })
-	return m
-}
 
 // agentEvents returns the events.k8s.io/v1 Events regarding the Agent
 // called name, by reason.
@@ -64,7 +38,7 @@ func agentEvents(t *testing.T, ns, name string) map[string]eventsv1.Event {
 // while the run waits, and no Event became a series of repeats.
 func TestTransitionsAreRecordedAsEvents(t *testing.T) {
 	ns := env.Namespace(t)
-	m := startRecording(t, ns)
+	_, m := startWith(t, ns, startOptions{record: true})
 	mkStation(t, ns, "st", func(s *agentsv1alpha1.StationSpec) { s.MaxConcurrentRuns = 1 })
 	mkAgent(t, ns, "first", "st")
 	waitPhase(t, ns, "first", agentsv1alpha1.PhaseRunning)

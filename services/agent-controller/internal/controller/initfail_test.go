@@ -6,22 +6,15 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	kevents "k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
 )
 
 // initLogs plays the kubelet's part for the init container's log, which
@@ -57,15 +50,7 @@ func (f *initLogs) RoundTrip(req *http.Request) (*http.Response, error) {
 // real Job controller turns into BackoffLimitExceeded.
 func failInit(t *testing.T, ns, jobName string, code int32) {
 	t.Helper()
-	var pod *corev1.Pod
-	eventually(t, "the pod of "+jobName, func() bool {
-		pods, err := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + jobName})
-		if err != nil || len(pods.Items) == 0 {
-			return false
-		}
-		pod = &pods.Items[0]
-		return true
-	})
+	pod := podOf(t, ns, jobName)
 	now := metav1.Now()
 	pod.Status.Phase = corev1.PodFailed
 	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: jobbuild.InitContainerName, Image: pod.Spec.InitContainers[0].Image,
@@ -91,26 +76,8 @@ func TestAFailedInitStepIsTheRunsFailureReason(t *testing.T) {
 		`{"time":"2026-11-29T12:00:00Z","level":"ERROR","msg":"init failed","reason":"clone","exit_code":14}`,
 		`{"kind":"lifecycle","phase":"init","status":"failed","reason":"clone","exitCode":14,"message":"clone app: git clone exited 128: fatal: repository 'https://x-access-token:ghp_s3cret@github.com/o/app.git/' not found"}`,
 	}, "\n") + "\n"}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { logs.next = rt; return logs })
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := kevents.NewBroadcaster(&kevents.EventSinkImpl{Interface: env.Kube.EventsV1()})
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ctl := New(c, kube, metrics.New(), Options{Namespace: ns, PollInterval: 2 * time.Second, Log: quiet,
-		Recorder: b.NewRecorder(env.Scheme, "agent-controller")})
-	done := make(chan struct{})
-	go func() { defer close(done); _ = ctl.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; b.Shutdown() })
+	startWith(t, ns, startOptions{record: true,
+		wrap: func(rt http.RoundTripper) http.RoundTripper { logs.next = rt; return logs }})
 
 	mkStation(t, ns, "st", nil)
 	cases := []struct {

@@ -1,21 +1,14 @@
 package controller
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
 )
 
 // failingPodLists answers the first n pod LISTs with 503, as an API server
@@ -41,21 +34,7 @@ func (f *failingPodLists) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestAPodListErrorIsRetriedNotTakenForAGarbageCollectedPod(t *testing.T) {
 	ns := env.Namespace(t)
 	faults := &failingPodLists{}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { faults.next = rt; return faults })
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctl := New(c, kube, metrics.New(), Options{Namespace: ns, PollInterval: 2 * time.Second, Log: quiet})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = ctl.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	startWith(t, ns, startOptions{wrap: func(rt http.RoundTripper) http.RoundTripper { faults.next = rt; return faults }})
 
 	mkStation(t, ns, "st", nil)
 	mkAgent(t, ns, "flaky", "st")
