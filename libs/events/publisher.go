@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentplane/agentplane/libs/ctxtime"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
@@ -301,7 +303,7 @@ func (p *Publisher) publishOne(ctx context.Context, ev *eventsv1.RunEvent) {
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
 			p.retried.Add(1)
-			if !sleepCtx(ctx, backoff.Step()) {
+			if !ctxtime.Sleep(ctx, backoff.Step()) {
 				p.dropped.Add(1)
 				return
 			}
@@ -433,17 +435,4 @@ func permanent(err error) bool {
 // halves are at least 1ns so the waits still grow from a tiny base.
 func retryBackoff(base, limit time.Duration) wait.Backoff {
 	return wait.Backoff{Duration: max(base/2, 1), Factor: 2, Jitter: 1, Cap: max(limit/2, 1), Steps: math.MaxInt}
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether the full wait
-// happened.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/agentplane/agentplane/libs/ctxtime"
 )
 
 // DefaultHTTPTimeout bounds one POST (connect, send, response headers).
@@ -109,7 +111,7 @@ func (s *HTTP) DeliverPayload(ctx context.Context, body []byte) error {
 		}
 		wait := backoff.Step()
 		s.log.Debug("http sink attempt failed, retrying", "url", s.safeURL, "attempt", attempt, "wait", wait, "err", err)
-		if !sleep(ctx, wait) {
+		if !ctxtime.Sleep(ctx, wait) {
 			break
 		}
 	}
@@ -155,19 +157,4 @@ func (s *HTTP) post(ctx context.Context, body []byte) (retry bool, err error) {
 func (s *HTTP) Close(context.Context) error {
 	s.client.CloseIdleConnections()
 	return nil
-}
-
-// sleep waits d or until ctx ends; it reports whether the full wait happened.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -33,16 +32,6 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env, testenv.Options{})) }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
-}
-
 // TestServiceStartsFromFlagsServesAndStopsOnSignal runs the service as main
 // wires it: flags, kubeconfig, NATS, fakevendor base URLs, and the
 // metrics and probe listeners apart.
@@ -66,7 +55,7 @@ func TestServiceStartsFromFlagsServesAndStopsOnSignal(t *testing.T) {
 	if _, err := events.SubscribeBatchNotices(nsrv.Connect(), ns, "", func(ev *eventsv1.RunEvent) { got <- ev }); err != nil {
 		t.Fatal(err)
 	}
-	grpcAddr, metricsAddr, healthAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	grpcAddr, metricsAddr, healthAddr := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
 	cfg, err := config.Parse([]string{"--grpc-bind-address", grpcAddr, "--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", healthAddr, "--kubeconfig", kcPath,
 		"--nats-url", nsrv.URL(), "--anthropic-base-url", base, "--shutdown-timeout", "2s"},

@@ -3,9 +3,10 @@ package sinkstest
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/agentplane/agentplane/libs/testenv/golden"
 )
 
 // payloadTime is the one field of a payload that changes from one run to
@@ -23,20 +24,5 @@ func CheckGolden(t testing.TB, path string, got []byte) {
 		Check(t, line)
 	}
 	got = payloadTime.ReplaceAll(got, []byte(`"time":"2026-12-01T10:00:00Z"`))
-	if os.Getenv("AGENTPLANE_UPDATE_GOLDEN") == "1" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (AGENTPLANE_UPDATE_GOLDEN=1 creates it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (AGENTPLANE_UPDATE_GOLDEN=1 rewrites it if intended)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.Check(t, path, got, os.Getenv("AGENTPLANE_UPDATE_GOLDEN") == "1", "AGENTPLANE_UPDATE_GOLDEN=1")
 }

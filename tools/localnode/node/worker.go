@@ -102,17 +102,23 @@ func (w *podWorker) gone() {
 // that stops and leaves them to a successor.
 func (w *podWorker) detach() {
 	w.detachOne.Do(func() { close(w.detachCh) })
-	w.mu.Lock()
-	ins := make([]*instance, 0, len(w.instances))
-	for _, in := range w.instances {
-		ins = append(ins, in)
-	}
-	w.mu.Unlock()
-	for _, in := range ins {
+	for _, in := range w.instanceList() {
 		in.pump.close()
 	}
 	// The network stays for the next node; our listeners in it go.
 	w.closeSandbox(false)
+}
+
+// instanceList returns the pod's processes as they are now, so they can be
+// stopped without holding the lock their exits take.
+func (w *podWorker) instanceList() []*instance {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ins := make([]*instance, 0, len(w.instances))
+	for _, in := range w.instances {
+		ins = append(ins, in)
+	}
+	return ins
 }
 
 func (w *podWorker) detached() bool {
@@ -127,13 +133,7 @@ func (w *podWorker) detached() bool {
 // killAll stops every process of the pod within grace.
 func (w *podWorker) killAll(grace time.Duration) {
 	w.terminate(grace, "", "")
-	w.mu.Lock()
-	ins := make([]*instance, 0, len(w.instances))
-	for _, in := range w.instances {
-		ins = append(ins, in)
-	}
-	w.mu.Unlock()
-	for _, in := range ins {
+	for _, in := range w.instanceList() {
 		in.stop(grace)
 	}
 }

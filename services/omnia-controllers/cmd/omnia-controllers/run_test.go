@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -31,16 +30,6 @@ func TestMain(m *testing.M) {
 		"enable-admission-plugins": "OwnerReferencesPermissionEnforcement"}}))
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
-
 func httpGet(url string) (int, string, error) {
 	resp, err := http.Get(url)
 	if err != nil {
@@ -56,7 +45,7 @@ func httpGet(url string) (int, string, error) {
 // cancel is called; done then receives run's result.
 func startRun(t *testing.T, rc *rest.Config, args ...string) (*config, context.Context, context.CancelFunc, <-chan error) {
 	t.Helper()
-	args = append([]string{"--metrics-bind-address=" + freeAddr(t), "--health-probe-bind-address=" + freeAddr(t)}, args...)
+	args = append([]string{"--metrics-bind-address=" + testenv.FreeAddr(t), "--health-probe-bind-address=" + testenv.FreeAddr(t)}, args...)
 	cfg, err := parseConfig(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)

@@ -118,17 +118,7 @@ func (c *Counter) Drain(quiet time.Duration) {
 // passes, then fails the test with the last error.
 func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, timeout, fmt.Sprintf("condition not met within %s", timeout), cond)
 }
 
 // Gone is a condition for Eventually on a read of what: nil once the read
