@@ -40,6 +40,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", config.Name, err)
 		os.Exit(2)
 	}
+	// client-go's REST client metrics hook is process-wide and once-only,
+	// so it is set here rather than in run, which tests call many times.
+	metrics.EnableRESTClientMetrics()
 	ctx, stop := service.SignalContext()
 	err = run(ctx, cfg, log)
 	stop()
@@ -119,7 +122,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		return err
 	}
 	state := &leader.State{}
-	srv := service.NewHTTPServer(log, m.Registry)
+	srv := service.NewHTTPServer(log, m.Gatherer())
 	// A standby is ready; a leader once its cache has synced and while its
 	// poll works. Liveness has no check: an unreachable API server is not
 	// cured by a restart.

@@ -19,7 +19,8 @@ import (
 // TestWithoutElectionTheReplicaIsLeader runs the binary's run loop with
 // --leader-elect=false: the replica reconciles (a run without its Station
 // fails), and /metrics says controller_is_leader 1 while it does, as it
-// would for an elected leader.
+// would for an elected leader, next to client-go's workqueue and REST
+// client metrics.
 func TestWithoutElectionTheReplicaIsLeader(t *testing.T) {
 	raw, err := env.KubeconfigFor("unelected")
 	if err != nil {
@@ -60,5 +61,24 @@ func TestWithoutElectionTheReplicaIsLeader(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("no controller_is_leader in %d bytes of /metrics", len(body))
+	})
+	// client-go's own metrics are served too: the controller's queue, by
+	// its name, and the REST client's calls to the API server.
+	eventually(t, "workqueue and REST client metrics on /metrics", func() error {
+		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		for _, want := range []string{`workqueue_adds_total{controller="agents",name="agents"}`, `rest_client_requests_total{code="200",`} {
+			if !strings.Contains(string(body), want) {
+				return fmt.Errorf("no %s in %d bytes of /metrics", want, len(body))
+			}
+		}
+		return nil
 	})
 }

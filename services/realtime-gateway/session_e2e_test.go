@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/service/servicetest"
 	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
 )
 
@@ -83,6 +84,8 @@ func TestSessionOfThreePromptsThroughTheGateway(t *testing.T) {
 	if n, err := testutil.GatherAndCount(g.app.Metrics.Registry, "grpc_server_handled_total", "agentplane_build_info"); err != nil || n < 2 {
 		t.Fatalf("grpc_server_handled_total and agentplane_build_info: %d series, %v", n, err)
 	}
+	// With every family exercised, the whole registry passes promlint.
+	servicetest.Lint(t, g.app.Metrics.Registry)
 
 	cl, err := g.client.Close(ctx, &realtimev1.CloseRequest{Agent: ref})
 	if err != nil || cl.GetSessionId() != sessionID || cl.GetTurns() != 3 {

@@ -163,7 +163,7 @@ func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts
 	ctl.defs = cache.NewSharedIndexInformer(watched(&agentsv1alpha1.AgentDefinition{}, &agentsv1alpha1.AgentDefinitionList{}, agentsv1alpha1.GroupVersion.WithKind("AgentDefinition")),
 		&agentsv1alpha1.AgentDefinition{}, 0, cache.Indexers{})
 	ctl.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "agents"})
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "agents", MetricsProvider: m.Workqueue})
 	return ctl
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/util/workqueue"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
@@ -30,14 +31,19 @@ type Metrics struct {
 	// Undecodable counts, by kind, the stored objects the controller
 	// cannot decode and leaves out of its caches.
 	Undecodable *prometheus.GaugeVec
+	// Workqueue makes a named client-go workqueue's workqueue_* metrics,
+	// on Registry; give it to the queue's config.
+	Workqueue workqueue.MetricsProvider
 }
 
 // WatchedKinds are the kinds the controller caches, the label values of
 // controller_undecodable_objects.
 var WatchedKinds = []string{"Agent", "Station", "AgentDefinition", "Job"}
 
-// New registers every collector, plus the Go and process collectors.
+// New registers every collector, plus the workqueue metrics and the Go and
+// process collectors.
 func New() *Metrics {
+	wq := newWorkqueueProvider()
 	runBuckets := []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200}
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
@@ -76,7 +82,9 @@ func New() *Metrics {
 			Name: "controller_undecodable_objects",
 			Help: "Stored objects of a watched kind that cannot be decoded, left out of the caches until fixed or deleted.",
 		}, []string{"kind"}),
+		Workqueue: wq,
 	}
+	m.Registry.MustRegister(wq.collectors()...)
 	m.Registry.MustRegister(m.Agents, m.RunsCompleted, m.RunDuration, m.RunQueue, m.RunFailures, m.Resyncs,
 		m.WatchReconnects, m.BatchCleanupFail, m.Reconciles, m.IsLeader, m.Undecodable,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/agentplane/agentplane/libs/service"
+	"github.com/agentplane/agentplane/libs/service/servicetest"
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/libs/vendors"
 	batchv1 "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
@@ -223,5 +224,11 @@ func TestEndToEndOverGRPC(t *testing.T) {
 				t.Errorf("%s = %d", path, rec.Code)
 			}
 		}
+	})
+	t.Run("metrics, gRPC's and build info included, pass promlint", func(t *testing.T) {
+		if err := service.RegisterBuildInfo(s.m.Registry, "batch-poller"); err != nil {
+			t.Fatal(err)
+		}
+		servicetest.Lint(t, s.m.Registry)
 	})
 }
