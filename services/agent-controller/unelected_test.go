@@ -43,16 +43,11 @@ func TestWithoutElectionTheReplicaIsLeader(t *testing.T) {
 	}
 	eventually(t, "the replica reconciling", phaseIs(ns, "orphan", agentsv1alpha1.PhaseFailed))
 	eventually(t, "controller_is_leader 1 on /metrics", func() error {
-		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		body, err := scrape(metricsAddr)
 		if err != nil {
 			return err
 		}
-		defer func() { _ = resp.Body.Close() }()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		for _, line := range strings.Split(string(body), "\n") {
+		for _, line := range strings.Split(body, "\n") {
 			if strings.HasPrefix(line, "controller_is_leader ") {
 				if line != "controller_is_leader 1" {
 					return fmt.Errorf("reads %q", line)
@@ -65,20 +60,26 @@ func TestWithoutElectionTheReplicaIsLeader(t *testing.T) {
 	// client-go's own metrics are served too: the controller's queue, by
 	// its name, and the REST client's calls to the API server.
 	eventually(t, "workqueue and REST client metrics on /metrics", func() error {
-		resp, err := http.Get("http://" + metricsAddr + "/metrics")
-		if err != nil {
-			return err
-		}
-		defer func() { _ = resp.Body.Close() }()
-		body, err := io.ReadAll(resp.Body)
+		body, err := scrape(metricsAddr)
 		if err != nil {
 			return err
 		}
 		for _, want := range []string{`workqueue_adds_total{controller="agents",name="agents"}`, `rest_client_requests_total{code="200",`} {
-			if !strings.Contains(string(body), want) {
+			if !strings.Contains(body, want) {
 				return fmt.Errorf("no %s in %d bytes of /metrics", want, len(body))
 			}
 		}
 		return nil
 	})
+}
+
+// scrape reads the /metrics page served at addr.
+func scrape(addr string) (string, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
 }
