@@ -89,7 +89,7 @@ func newEvent(typ, reason, action, note string) Event {
 	return Event{Type: typ, Reason: reason, Action: action, Note: truncate.String(strings.ToValidUTF8(note, ""), MaxEventNote)}
 }
 
-// AgentRef is the reference an Event uses for a: without its
+// AgentRef points an Event at the Agent a, leaving out its
 // resourceVersion, so that repeats of one event about one Agent aggregate
 // into a series whatever version the Agent is at.
 func AgentRef(a *agentsv1alpha1.Agent) *corev1.ObjectReference {

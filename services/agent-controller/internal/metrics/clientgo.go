@@ -10,11 +10,9 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// The workqueue_* and rest_client_* metrics copy controller-runtime's
-// names, labels and buckets
-// (sigs.k8s.io/controller-runtime/pkg/internal/metrics/workqueue.go and
-// pkg/metrics/client_go_adapter.go), so one dashboard serves this
-// controller and omnia-controllers.
+// The workqueue_* and rest_client_* metrics have the names, labels and
+// buckets omnia-controllers exports through controller-runtime (listed in
+// docs/agent-controller.md), so one dashboard serves both controllers.
 
 // workqueueProvider makes the metrics of a client-go workqueue. It is
 // given to the controller's queue itself rather than installed with
