@@ -215,10 +215,10 @@ func TestRunSavesConversation(t *testing.T) {
 			if tt.down {
 				store.srv.Close()
 			}
-			c, out, errb := p.start("run")
-			store.watchStdout(out.Bytes)
+			c, stdout, errb := p.startToFile("run")
+			store.watchStdout(stdout)
 			_ = c.Wait()
-			r := result{code: c.ProcessState.ExitCode(), stdout: out.Bytes(), stderr: errb.Bytes()}
+			r := result{code: c.ProcessState.ExitCode(), stdout: stdout(), stderr: errb.Bytes()}
 			if t.Failed() || testing.Verbose() {
 				t.Logf("stderr:\n%s", lastBytes(r.stderr, 4000))
 			}

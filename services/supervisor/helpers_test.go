@@ -109,6 +109,46 @@ type result struct {
 // start runs `supervisor <cmd>` without waiting.
 func (p *pod) start(cmd string) (*exec.Cmd, *lockedio.Buffer, *lockedio.Buffer) {
 	p.t.Helper()
+	c := p.command(cmd)
+	out, errb := &lockedio.Buffer{}, &lockedio.Buffer{}
+	c.Stdout, c.Stderr = out, errb
+	if err := c.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	return c, out, errb
+}
+
+// startToFile starts `supervisor <cmd>` with its stdout on a file, and
+// returns a reader of that file. A buffer fills from a pipe through a
+// goroutine of the test's, so what it holds lags what the supervisor has
+// written; a file holds every write once the write returns, which is what
+// a test of the order between stdout and another side effect needs.
+func (p *pod) startToFile(cmd string) (*exec.Cmd, func() []byte, *lockedio.Buffer) {
+	p.t.Helper()
+	c := p.command(cmd)
+	f, err := os.CreateTemp(p.t.TempDir(), "stdout")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() { _ = f.Close() })
+	errb := &lockedio.Buffer{}
+	c.Stdout, c.Stderr = f, errb
+	if err := c.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	read := func() []byte {
+		b, err := os.ReadFile(f.Name())
+		if err != nil {
+			p.t.Errorf("reading the supervisor's stdout: %v", err)
+		}
+		return b
+	}
+	return c, read, errb
+}
+
+// command is `supervisor <cmd>` in the pod's environment, bounded by
+// runTimeout.
+func (p *pod) command(cmd string) *exec.Cmd {
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	p.t.Cleanup(cancel)
 	argv := append(append([]string(nil), p.wrap...), supervisorBin, cmd, "--supervisor-agent-dir", p.agentDir)
@@ -116,12 +156,7 @@ func (p *pod) start(cmd string) (*exec.Cmd, *lockedio.Buffer, *lockedio.Buffer) 
 	for k, v := range p.env {
 		c.Env = append(c.Env, k+"="+v)
 	}
-	out, errb := &lockedio.Buffer{}, &lockedio.Buffer{}
-	c.Stdout, c.Stderr = out, errb
-	if err := c.Start(); err != nil {
-		p.t.Fatal(err)
-	}
-	return c, out, errb
+	return c
 }
 
 // run runs `supervisor <cmd>` to the end.
