@@ -29,6 +29,7 @@ import (
 	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/agentruntime"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/metrics"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/promptpack"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/provider"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/skillsource"
@@ -69,7 +70,8 @@ func runUntilSignal(cfg *config, restCfg *rest.Config) error {
 // running reconciles finish within the shutdown timeout and releases the
 // Lease so a standby takes over at once. /metrics, /healthz and /readyz are
 // served by the skeleton's HTTP server, like every agentplane binary's, from
-// controller-runtime's registry; the manager serves nothing itself.
+// controller-runtime's registry, with the omnia metrics of the metrics
+// package; the manager serves nothing itself.
 func run(ctx context.Context, cfg *config, restCfg *rest.Config) error {
 	log := slog.Default()
 	scheme := runtime.NewScheme()
@@ -153,6 +155,9 @@ func run(ctx context.Context, cfg *config, restCfg *rest.Config) error {
 	// controller-runtime registry.
 	if err := service.RegisterBuildInfo(ctrlmetrics.Registry, name); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
 		return fmt.Errorf("register build info: %w", err)
+	}
+	if err := metrics.Register(ctrlmetrics.Registry); err != nil {
+		return err
 	}
 	srv := service.NewHTTPServer(log, ctrlmetrics.Registry)
 	srv.AddReadyCheck("caches", cacheSynced(mgr))

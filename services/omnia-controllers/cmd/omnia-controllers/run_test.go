@@ -14,8 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/service/servicetest"
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
 )
@@ -115,6 +117,22 @@ func TestRunWiring(t *testing.T) {
 		!strings.Contains(body, `agentplane_build_info{`) || !strings.Contains(body, `service="omnia-controllers"`) {
 		t.Fatalf("metrics: %d %v", code, err)
 	}
+	// The omnia metrics are served beside controller-runtime's, with both
+	// rollout results from the start, and every family passes promlint.
+	eventually(t, "omnia metrics", func() error {
+		_, body, err := httpGet("http://" + cfg.MetricsBindAddress + "/metrics")
+		if err != nil {
+			return err
+		}
+		for _, want := range []string{`omnia_promptpack_valid{namespace="` + ns + `",promptpack="live"} 1`,
+			`omnia_rollouts_finished_total{result="promoted"}`, `omnia_rollouts_finished_total{result="rolled_back"}`} {
+			if !strings.Contains(body, want) {
+				return fmt.Errorf("/metrics lacks %s", want)
+			}
+		}
+		return nil
+	})
+	servicetest.Lint(t, ctrlmetrics.Registry)
 
 	cancel()
 	select {

@@ -14,6 +14,7 @@ import (
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/metrics"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/oidc"
 )
 
@@ -46,12 +47,26 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	a := &omniav1.AgentRuntime{}
 	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The delete event brings the pass here: the agent's series go
+			// with it.
+			metrics.DeleteAgentRuntime(req.Namespace, req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if a.DeletionTimestamp != nil {
+		metrics.DeleteAgentRuntime(req.Namespace, req.Name)
 		// Owned objects go with the agent through their owner references.
 		return reconcile.Result{}, r.setFinalizer(ctx, a, false)
 	}
+	// The metrics show the status stored when the pass ends, however it
+	// ends: cur follows each write that succeeded.
+	m := metrics.AgentRuntimePass{Before: a.Status.DeepCopy()}
+	cur := a
+	defer func() {
+		m.After = &cur.Status
+		metrics.SetAgentRuntime(req.Namespace, req.Name, m)
+	}()
 	if err := r.setFinalizer(ctx, a, true); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -63,6 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	m.RolledBack = p.rolledBack
 	return r.finish(ctx, cur, p)
 }
 
@@ -109,14 +125,22 @@ func (r *Reconciler) setFinalizer(ctx context.Context, a *omniav1.AgentRuntime, 
 	return nil
 }
 
+// writeStatus writes st as the agent's status. a changes only when the
+// write succeeds, so it stays the agent as stored. A conflict is dropped:
+// the change that caused it brings the next pass.
 func (r *Reconciler) writeStatus(ctx context.Context, a *omniav1.AgentRuntime, st *omniav1.AgentRuntimeStatus) error {
 	if equality.Semantic.DeepEqual(a.Status, *st) {
 		return nil
 	}
-	a.Status = *st
-	if err := r.Client.Status().Update(ctx, a); kubeutil.IgnoreConflict(err) != nil {
-		return fmt.Errorf("write status of AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
+	upd := a.DeepCopy()
+	upd.Status = *st
+	if err := r.Client.Status().Update(ctx, upd); err != nil {
+		if kubeutil.IgnoreConflict(err) != nil {
+			return fmt.Errorf("write status of AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
+		}
+		return nil
 	}
+	*a = *upd
 	return nil
 }
 

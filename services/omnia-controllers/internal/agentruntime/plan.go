@@ -121,6 +121,9 @@ type plan struct {
 	// retry is returned when the status write succeeds: a missing
 	// reference, retried with backoff.
 	retry error
+	// rolledBack says the pass rolled the rollout's candidate back (its
+	// spec write was made), for omnia_rollouts_finished_total.
+	rolledBack bool
 }
 
 // decider builds one plan. It never changes the snapshot.

@@ -147,6 +147,8 @@ func (d *decider) rollBack(why string) (rolloutResult, error) {
 	}); err != nil {
 		return rolloutResult{}, err
 	}
+	// The reverted spec ends the rollout, whatever follows in this pass.
+	d.p.rolledBack = true
 	if err := d.deleteCandidate(); err != nil {
 		return rolloutResult{}, err
 	}

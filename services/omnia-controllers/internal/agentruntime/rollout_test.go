@@ -22,6 +22,7 @@ import (
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/metrics"
 )
 
 // rolloutClock is the Reconciler's clock in rollout tests: real time plus an
@@ -435,11 +436,14 @@ func TestRolloutAnalysisPassAndFail(t *testing.T) {
 // analysis rolls back: the candidate's version is recorded in the
 // last-rolled-back annotation, the candidate gets the spec's references
 // back (so no rollout is active), its Deployment is removed and a Warning
-// RolloutRolledBack is emitted.
+// RolloutRolledBack is emitted. The rollback is counted once in
+// omnia_rollouts_finished_total{result="rolled_back"}, after the one step
+// (setWeight 20) the rollout took.
 func TestRolloutAnalysisFailureRollsBack(t *testing.T) {
 	ns := env.Namespace(t)
 	prom := &roPrometheus{value: "0.1"}
 	startRollout(t, prom.start(t), &rolloutClock{})
+	rolledBack := finished(metrics.ResultRolledBack)
 	roAnalysisAgent(t, ns, omniav1.RollbackAutomatic)
 
 	ctrltest.Eventually(t, wait, rolloutIs(ns, func(a *omniav1.AgentRuntime) error {
@@ -470,6 +474,17 @@ func TestRolloutAnalysisFailureRollsBack(t *testing.T) {
 		}
 		return nil
 	})
+	rolledBackOnce := func() error {
+		if got := finished(metrics.ResultRolledBack) - rolledBack; got != 1 {
+			return fmt.Errorf("rolled_back rose by %v, want 1", got)
+		}
+		return nil
+	}
+	ctrltest.Eventually(t, wait, rolledBackOnce)
+	ctrltest.Eventually(t, wait, ctrltest.MetricIs(metrics.RolloutInProgress, agentSeries(ns), 0))
+	ctrltest.Holds(t, ctrltest.MetricIs(metrics.RolloutSteps, agentSeries(ns), 1))
+	roPoke(t, ns)
+	ctrltest.Consistently(t, 2*time.Second, rolledBackOnce)
 }
 
 // TestRolloutVersionTrigger: an agent pinned to 1.0.0 with a stable-channel

@@ -20,6 +20,7 @@ import (
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/metrics"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -42,8 +43,16 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pack := &omniav1.PromptPack{}
 	if ok, err := kubeutil.Live(ctx, r.Client, req.NamespacedName, pack); !ok {
+		if err == nil {
+			// Gone or being deleted: its series goes with it.
+			metrics.DeletePromptPack(req.Namespace, req.Name)
+		}
 		return reconcile.Result{}, err
 	}
+	// The gauge shows the validation stored when the pass ends, however it
+	// ends.
+	valid := metrics.PromptPackValidated(pack.Status.Conditions)
+	defer func() { metrics.SetPromptPackValid(req.Namespace, req.Name, valid) }()
 	if err := r.stampLabel(ctx, pack); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -55,10 +64,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	kubeutil.Emit(r.Recorder, pack, "Validate", d.Events)
 	if d.Changed {
 		pack.Status = d.Status
-		if err := r.Client.Status().Update(ctx, pack); err != nil {
-			if err = kubeutil.IgnoreConflict(err); err != nil {
-				return reconcile.Result{}, fmt.Errorf("write status of PromptPack %s: %w", req, err)
-			}
+		switch err := r.Client.Status().Update(ctx, pack); {
+		case err == nil:
+			valid = metrics.PromptPackValidated(d.Status.Conditions)
+		case kubeutil.IgnoreConflict(err) != nil:
+			return reconcile.Result{}, fmt.Errorf("write status of PromptPack %s: %w", req, err)
 		}
 	}
 	// d.Retry is a missing ConfigMap: returning it makes controller-runtime

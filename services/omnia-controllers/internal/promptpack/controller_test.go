@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,6 +19,7 @@ import (
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/metrics"
 )
 
 const wait = 30 * time.Second
@@ -316,4 +318,45 @@ func TestRequeueSplit(t *testing.T) {
 func getCached(c client.Client, ns, name string) (*omniav1.PromptPack, error) {
 	p := &omniav1.PromptPack{}
 	return p, c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, p)
+}
+
+// TestValidMetricFollowsThePack: omnia_promptpack_valid is 1 for a live
+// version and for a ConfigMap version whose pack.json passes the schema, 0
+// while it fails it, and a deleted version's series is gone.
+func TestValidMetricFollowsThePack(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	start(t)
+	live := &omniav1.PromptPack{ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: ns}, Spec: omniav1.PromptPackSpec{
+		PackName: "dev", Version: "0.1.0",
+		Source: omniav1.PromptPackSource{Type: omniav1.SourceTypeLive, Live: &omniav1.LivePromptSource{URL: "http://127.0.0.1:1/pack.json"}}}}
+	if err := env.Client.Create(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	createPack(t, ns, "a", "support", "1.0.0", `{"id":"Not Valid"}`)
+	series := func(name string) prometheus.Labels { return prometheus.Labels{"namespace": ns, "promptpack": name} }
+	ctrltest.Eventually(t, wait, ctrltest.MetricIs(metrics.PromptPackValid, series("live"), 1))
+	ctrltest.Eventually(t, wait, condIs(ns, "a", omniav1.ConditionSchemaValid, metav1.ConditionFalse, omniav1.ReasonSchemaValidationFailed))
+	ctrltest.Eventually(t, wait, ctrltest.MetricIs(metrics.PromptPackValid, series("a"), 0))
+
+	c := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "a-cm"}, c); err != nil {
+		t.Fatal(err)
+	}
+	c.Data[omniav1.PackJSONKey] = validPack
+	if err := env.Client.Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, ctrltest.MetricIs(metrics.PromptPackValid, series("a"), 1))
+
+	for _, name := range []string{"live", "a"} {
+		p, err := getPack(ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Delete(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		ctrltest.Eventually(t, wait, ctrltest.MetricGone(metrics.PromptPackValid, series(name)))
+	}
 }

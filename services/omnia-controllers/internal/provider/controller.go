@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +18,7 @@ import (
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/metrics"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -47,9 +49,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// The delete event brings the pass here: the verdict goes with
 			// the Provider.
 			r.probes.Forget(req.String())
+			metrics.DeleteProvider(req.Namespace, req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	// The gauge shows the Ready condition stored when the pass ends,
+	// however it ends.
+	ready := meta.IsStatusConditionTrue(p.Status.Conditions, omniav1.ConditionReady)
+	defer func() { metrics.SetProviderReady(req.Namespace, req.Name, ready) }()
 	now := kubeutil.Clock(r.Now)
 	hc := r.HTTP
 	if hc == nil {
@@ -86,6 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.Client.Status().Update(ctx, p); err != nil {
 			return reconcile.Result{}, fmt.Errorf("write status of Provider %s: %w", req, err)
 		}
+		ready = meta.IsStatusConditionTrue(d.Status.Conditions, omniav1.ConditionReady)
 	}
 	if d.Retry != nil {
 		return reconcile.Result{}, d.Retry

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,7 @@ import (
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/metrics"
 )
 
 const wait = 30 * time.Second
@@ -211,4 +213,37 @@ func TestDeletedProviderVerdictDropped(t *testing.T) {
 	if n := calls.Load(); n != 2 {
 		t.Fatalf("%d probes; want the re-created Provider probed afresh (2), not the deleted one's verdict reused", n)
 	}
+}
+
+// TestReadyMetricFollowsTheProvider: omnia_provider_ready is 1 for a Ready
+// Provider and 0 for one that is not, and a deleted Provider's series is
+// gone.
+func TestReadyMetricFollowsTheProvider(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	start(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	_ = l.Close()
+	ready := &omniav1.Provider{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns}, Spec: omniav1.ProviderSpec{Type: omniav1.ProviderTypeMock}}
+	unreachable := &omniav1.Provider{ObjectMeta: metav1.ObjectMeta{Name: "down", Namespace: ns},
+		Spec: omniav1.ProviderSpec{Type: omniav1.ProviderTypeOllama, Model: "llama3", BaseURL: "http://" + closed}}
+	for _, p := range []*omniav1.Provider{ready, unreachable} {
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	series := func(name string) prometheus.Labels { return prometheus.Labels{"namespace": ns, "provider": name} }
+	ctrltest.Eventually(t, wait, phaseIs(ns, omniav1.ProviderPhaseReady, omniav1.ConditionReady, ReasonReady))
+	ctrltest.Eventually(t, wait, ctrltest.MetricIs(metrics.ProviderReady, series("p"), 1))
+	ctrltest.Eventually(t, wait, ctrltest.MetricIs(metrics.ProviderReady, series("down"), 0))
+
+	if err := env.Client.Delete(ctx, ready); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, ctrltest.MetricGone(metrics.ProviderReady, series("p")))
+	ctrltest.Holds(t, ctrltest.MetricIs(metrics.ProviderReady, series("down"), 0))
 }

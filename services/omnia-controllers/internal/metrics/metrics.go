@@ -1,0 +1,178 @@
+// Package metrics holds the Prometheus metrics omnia-controllers exports
+// next to controller-runtime's: a series per AgentRuntime, Provider and
+// PromptPack, set from the status each pass leaves stored and deleted with
+// the object, and the rollout counters. Their names and labels are listed
+// in docs/omnia-controllers.md; dashboards and alert rules select on them,
+// so they do not change.
+//
+// Only the leader reconciles, so only the leader has per-object series.
+// Every number is this process's own: a new leader sets the gauges on its
+// first pass over each object (all of them are reconciled once the caches
+// sync), and its counters start from zero, which Prometheus reads as a
+// reset.
+package metrics
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Label values of RolloutsFinished.
+const (
+	// ResultPromoted: the candidate became the spec.
+	ResultPromoted = "promoted"
+	// ResultRolledBack: the rollout engine abandoned the candidate
+	// (rollback mode automatic).
+	ResultRolledBack = "rolled_back"
+)
+
+// The per-object label names. The object's label is named after its kind,
+// not "name", so that it never clashes with a label of the scrape target.
+const (
+	labelNamespace    = "namespace"
+	labelAgentRuntime = "agentruntime"
+	labelProvider     = "provider"
+	labelPromptPack   = "promptpack"
+)
+
+var agentLabels = []string{labelNamespace, labelAgentRuntime}
+
+var (
+	// AgentRuntimeReady is omnia_agentruntime_ready{namespace,agentruntime}:
+	// 1 while the AgentRuntime's Ready condition is True, else 0.
+	AgentRuntimeReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "omnia_agentruntime_ready",
+		Help: "1 while the AgentRuntime's Ready condition is True, else 0.",
+	}, agentLabels)
+
+	// RolloutInProgress is omnia_rollout_in_progress{namespace,agentruntime}:
+	// 1 while status.rollout.active, from the first step to the end of the
+	// promotion, else 0.
+	RolloutInProgress = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "omnia_rollout_in_progress",
+		Help: "1 while a rollout of the AgentRuntime is in progress (status.rollout.active), promotion included, else 0.",
+	}, agentLabels)
+
+	// RolloutCanaryWeight is omnia_rollout_canary_weight{namespace,agentruntime}:
+	// status.rollout.currentWeight while a rollout is in progress, else 0.
+	RolloutCanaryWeight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "omnia_rollout_canary_weight",
+		Help: "Traffic weight of the rollout candidate in percent (status.rollout.currentWeight); 0 without a rollout.",
+	}, agentLabels)
+
+	// RolloutSteps is omnia_rollout_steps_total{namespace,agentruntime}: the
+	// advances of status.rollout.currentStep.
+	RolloutSteps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "omnia_rollout_steps_total",
+		Help: "Rollout steps the AgentRuntime completed: advances of status.rollout.currentStep.",
+	}, agentLabels)
+
+	// RolloutsFinished is omnia_rollouts_finished_total{result}: rollouts
+	// that ended, by ResultPromoted and ResultRolledBack.
+	RolloutsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "omnia_rollouts_finished_total",
+		Help: "Rollouts that ended, by result: promoted or rolled_back.",
+	}, []string{"result"})
+
+	// ProviderReady is omnia_provider_ready{namespace,provider}: 1 while the
+	// Provider's Ready condition is True, else 0.
+	ProviderReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "omnia_provider_ready",
+		Help: "1 while the Provider's Ready condition is True, else 0.",
+	}, []string{labelNamespace, labelProvider})
+
+	// PromptPackValid is omnia_promptpack_valid{namespace,promptpack}: 1
+	// while the PromptPack validated (see PromptPackValidated), else 0.
+	PromptPackValid = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "omnia_promptpack_valid",
+		Help: "1 while the PromptPack version validated (SourceValid and SchemaValid True; a live source: SourceValid True), else 0.",
+	}, []string{labelNamespace, labelPromptPack})
+)
+
+func init() {
+	// Both results exist from the start, so increase() and rate() see the
+	// first rollout that ends rather than a series appearing at 1.
+	for _, r := range []string{ResultPromoted, ResultRolledBack} {
+		RolloutsFinished.WithLabelValues(r)
+	}
+}
+
+// Collectors returns every metric of this package.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{AgentRuntimeReady, RolloutInProgress, RolloutCanaryWeight, RolloutSteps, RolloutsFinished,
+		ProviderReady, PromptPackValid}
+}
+
+// Register registers every metric of this package on reg. Registering
+// them again on the same registry is no error: tests start the binary's
+// manager more than once in one process, on controller-runtime's one
+// registry.
+func Register(reg prometheus.Registerer) error {
+	for _, c := range Collectors() {
+		err := reg.Register(c)
+		var dup prometheus.AlreadyRegisteredError
+		if err == nil || errors.As(err, &dup) && dup.ExistingCollector == c {
+			continue
+		}
+		return fmt.Errorf("register omnia metrics: %w", err)
+	}
+	return nil
+}
+
+// flag is a gauge value of a condition.
+func flag(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// SetAgentRuntime records one pass over an AgentRuntime (see
+// AgentRuntimePass): the gauges from the status stored when it ended, the
+// counters from what it changed.
+func SetAgentRuntime(namespace, name string, p AgentRuntimePass) {
+	o := p.Observe()
+	AgentRuntimeReady.WithLabelValues(namespace, name).Set(flag(o.Ready))
+	RolloutInProgress.WithLabelValues(namespace, name).Set(flag(o.InProgress))
+	RolloutCanaryWeight.WithLabelValues(namespace, name).Set(float64(o.CanaryWeight))
+	// Created at 0 with the other series, so the first step is an increase.
+	steps := RolloutSteps.WithLabelValues(namespace, name)
+	if o.Steps > 0 {
+		steps.Add(float64(o.Steps))
+	}
+	if o.Finished != "" {
+		RolloutsFinished.WithLabelValues(o.Finished).Inc()
+	}
+}
+
+// DeleteAgentRuntime drops the series of an AgentRuntime that is gone.
+func DeleteAgentRuntime(namespace, name string) {
+	for _, v := range []*prometheus.MetricVec{AgentRuntimeReady.MetricVec, RolloutInProgress.MetricVec, RolloutCanaryWeight.MetricVec, RolloutSteps.MetricVec} {
+		v.DeleteLabelValues(namespace, name)
+	}
+}
+
+// SetProviderReady sets a Provider's gauge from the status stored when
+// its pass ended.
+func SetProviderReady(namespace, name string, ready bool) {
+	ProviderReady.WithLabelValues(namespace, name).Set(flag(ready))
+}
+
+// DeleteProvider drops the series of a Provider that is gone.
+func DeleteProvider(namespace, name string) {
+	ProviderReady.DeleteLabelValues(namespace, name)
+}
+
+// SetPromptPackValid sets a PromptPack's gauge from the status stored
+// when its pass ended.
+func SetPromptPackValid(namespace, name string, valid bool) {
+	PromptPackValid.WithLabelValues(namespace, name).Set(flag(valid))
+}
+
+// DeletePromptPack drops the series of a PromptPack that is gone or being
+// deleted.
+func DeletePromptPack(namespace, name string) {
+	PromptPackValid.DeleteLabelValues(namespace, name)
+}
