@@ -50,8 +50,20 @@ kubestack:
 kube-binaries: kubestack ## Build (once, cached) etcd, kube-apiserver, kube-controller-manager and kubectl.
 	@$(KUBESTACK) build
 
+.PHONY: prometheus
+prometheus: ## Install Prometheus and promtool (Debian's prometheus package) when missing: tests/observability runs them.
+	@if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then \
+	  echo "installing Debian's prometheus package (the observability suite's server and promtool)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	fi
+
+.PHONY: test-rules
+test-rules: prometheus ## Check the alert rules and run their unit tests with promtool (seconds).
+	@promtool check rules deploy/prometheus/*.rules.yaml
+	@promtool test rules deploy/prometheus/tests/*.test.yaml
+
 .PHONY: test
-test: kube-binaries images ## Run unit and integration tests against a real control plane (and the install suite on the images).
+test: kube-binaries images prometheus ## Run unit and integration tests against a real control plane (and the install suite on the images).
 	@assets="$$($(KUBESTACK) assets)"; \
 	for m in $(MODULES); do \
 	  echo "== go test $$m"; \
@@ -89,7 +101,7 @@ breaking: $(BUF) ## Fail when proto/ breaks a wire contract of main (buf breakin
 	echo "buf breaking against $$against"; cd proto && $(BUF) breaking --against "../$$against,subdir=proto"
 
 .PHONY: generate
-generate: generate-api generate-proto helm-crds generate-docs ## Regenerate deepcopy, CRDs, protobuf code and the docs' flag tables.
+generate: generate-api generate-proto helm-crds helm-rules generate-dashboards generate-docs ## Regenerate deepcopy, CRDs, protobuf code, the Grafana dashboards, the charts' alert rules and the docs' flag tables.
 
 .PHONY: generate-api
 generate-api: ## Regenerate deepcopy functions and CRD YAML with controller-gen.
@@ -107,6 +119,16 @@ generate-proto: $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate prot
 helm-crds: ## Copy the generated CRDs (deploy/crds) into the agentplane Helm chart.
 	rm -f helm/agentplane/files/crds/*.yaml
 	mkdir -p helm/agentplane/files/crds && cp deploy/crds/*.yaml helm/agentplane/files/crds/
+
+.PHONY: helm-rules
+helm-rules: ## Copy each service's alert rules (deploy/prometheus) into its Helm chart.
+	@for svc in agent-controller batch-poller realtime-gateway omnia-controllers; do \
+	  mkdir -p helm/$$svc/files/prometheus && cp deploy/prometheus/$$svc.rules.yaml helm/$$svc/files/prometheus/; \
+	done
+
+.PHONY: generate-dashboards
+generate-dashboards: ## Write the Grafana dashboards (tools/dashboards) into deploy/dashboards and each chart's files/dashboards.
+	go run ./tools/dashboards -out deploy/dashboards -helm helm
 
 .PHONY: generate-docs
 generate-docs: kube-binaries ## Rewrite each service's flag table in docs/ from its flag definitions.
@@ -150,7 +172,8 @@ fuzz: ## Run every fuzz target for FUZZTIME each.
 
 DEMO_BIN := $(CACHE)/demo/bin
 .PHONY: demo
-demo: kube-binaries ## Run the platform locally: control plane, localnode, NATS, agent-controller, demo runs.
+demo: kube-binaries ## Run the platform locally: control plane, localnode, NATS, agent-controller, Prometheus, demo runs.
+	@$(MAKE) --no-print-directory prometheus || echo "Prometheus could not be installed; the demo goes on without it"
 	@mkdir -p $(DEMO_BIN)
 	@echo "building the platform's binaries into $(DEMO_BIN)"
 	@CGO_ENABLED=0 go build -o $(DEMO_BIN)/ ./tools/kubestack ./tools/demo ./tools/agentctl ./tools/mockagent ./services/agent-controller ./services/supervisor

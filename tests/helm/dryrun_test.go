@@ -174,7 +174,7 @@ func TestUmbrellaIsAcceptedByTheAPIServer(t *testing.T) {
 	}
 	// Everything that was meant to be rendered was.
 	for kind, n := range map[string]int{"Deployment": 4, "Service": 4, "ServiceAccount": 4, "PodDisruptionBudget": 4,
-		"NetworkPolicy": 4, "ServiceMonitor": 4, "CustomResourceDefinition": 13} {
+		"NetworkPolicy": 4, "ServiceMonitor": 4, "CustomResourceDefinition": 13, "ConfigMap": 6} {
 		if kinds[kind] < n {
 			t.Errorf("%d %s rendered, want %d", kinds[kind], kind, n)
 		}

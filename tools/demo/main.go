@@ -146,9 +146,17 @@ func up(ctx context.Context, bin, repo, state string) error {
 		return fmt.Errorf("the agent-controller is not ready (log %s): %w", filepath.Join(state, "logs", "agent-controller.log"), err)
 	}
 
+	step("starting Prometheus on %s (scraping the agent-controller, with its alert rules)", prometheusAddr)
+	prom := startPrometheus(ctx, state, repo, controllerAddr)
+
 	step("applying examples/demo and launching the runs")
 	if err := showRuns(ctx, kubeconfig, natsURL, filepath.Join(repo, "examples", "demo")); err != nil {
 		return err
+	}
+	promLine := "Prometheus: not running (make prometheus installs it)"
+	if prom != nil {
+		showFigures(ctx, prom)
+		promLine = "Prometheus: http://" + prometheusAddr + "   (import deploy/dashboards/*.json into a Grafana pointed at it)"
 	}
 	fmt.Printf(`
 Everything is still running. Explore:
@@ -160,9 +168,10 @@ Everything is still running. Explore:
   %s/agentctl -n %s run --station bug-fixer --param issue=7 --param repo=acme/shop --follow --wait
   NATS subject of every run event: agents.%s.<agent>.<kind> (stream AGENT_EVENTS, %s)
   controller metrics: http://%s/metrics
+  %s
 
 Stop it all with: make demo-down   (took %s)
-`, kubeconfig, kubectlDir(), bin, demoNamespace, bin, demoNamespace, bin, demoNamespace, demoNamespace, natsURL, controllerAddr, time.Since(start).Round(time.Second))
+`, kubeconfig, kubectlDir(), bin, demoNamespace, bin, demoNamespace, bin, demoNamespace, demoNamespace, natsURL, controllerAddr, promLine, time.Since(start).Round(time.Second))
 	return nil
 }
 

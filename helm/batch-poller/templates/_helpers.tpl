@@ -320,12 +320,77 @@ spec:
   endpoints:
     - port: metrics
       path: /metrics
+      # The services export a namespace label of their own (the Agent's or
+      # the object's namespace, as kube-state-metrics does): keep it rather
+      # than rename it exported_namespace.
+      honorLabels: true
       {{- with $sm.interval }}
       interval: {{ . }}
       {{- end }}
       {{- with $sm.scrapeTimeout }}
       scrapeTimeout: {{ . }}
       {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The chart's alert rules as a monitoring.coreos.com/v1 PrometheusRule, only
+when prometheusRule.enabled (it needs the Prometheus Operator's CRDs): the
+groups of files/prometheus/*.rules.yaml, which `make generate` copies from
+deploy/prometheus, where a plain Prometheus reads the same file. Each
+alert's runbook is in docs/operations.md. The file is read as data, not
+as a template: the {{ $labels }} and {{ $value }} in its annotations are
+Prometheus's.
+*/}}
+{{- define "batch-poller.prometheusRule" -}}
+{{- $r := .Values.prometheusRule -}}
+{{- if $r.enabled }}
+{{- range $path, $_ := .Files.Glob "files/prometheus/*.rules.yaml" }}
+---
+apiVersion: monitoring.coreos.com/v1
+kind: PrometheusRule
+metadata:
+  name: {{ include "batch-poller.fullname" $ }}
+  namespace: {{ $.Release.Namespace }}
+  labels:
+    {{- include "batch-poller.labels" $ | nindent 4 }}
+    {{- with $r.labels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  {{- $.Files.Get $path | fromYaml | toYaml | nindent 2 }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The chart's Grafana dashboards, only when dashboards.enabled: one ConfigMap
+per files/dashboards/*.json (written by `make generate` from
+tools/dashboards), labelled for Grafana's dashboard sidecar
+(dashboards.label: dashboards.labelValue), in dashboards.namespace or the
+release namespace. The data key is the file's name, its value the file
+byte for byte (a JSON string: a block scalar would lose the final newline).
+*/}}
+{{- define "batch-poller.dashboards" -}}
+{{- $d := .Values.dashboards -}}
+{{- if $d.enabled }}
+{{- range $path, $_ := .Files.Glob "files/dashboards/*.json" }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ printf "%s-dashboard" (base $path | trimSuffix ".json") }}
+  namespace: {{ default $.Release.Namespace $d.namespace }}
+  labels:
+    {{- include "batch-poller.labels" $ | nindent 4 }}
+    {{ $d.label | quote }}: {{ $d.labelValue | quote }}
+  {{- with $d.annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+data:
+  {{ base $path }}: {{ $.Files.Get $path | toJson }}
+{{- end }}
 {{- end }}
 {{- end }}
 

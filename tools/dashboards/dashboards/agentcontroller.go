@@ -1,0 +1,127 @@
+package dashboards
+
+import (
+	"fmt"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+)
+
+// agentControllerBoard is the agent-controller's own health: reconciles,
+// its work queue, its requests to the API server, its state and process.
+func agentControllerBoard() board {
+	svc := AgentController
+	reconciles := rate("controller_reconciles_total", "")
+	errorRatio := fmt.Sprintf("%s / %s", sumBy(rate("controller_reconciles_total", `{result="error"}`)), sumBy(reconciles))
+	return board{
+		uid:         "agentplane-agent-controller",
+		title:       "agent-controller",
+		description: "The agent-controller: reconciles and their errors, the Agent work queue, requests to the API server, Agents by phase, leadership, watches and the process.",
+		service:     svc,
+		sections: []section{
+			{title: "Summary", panels: []cog.Builder[dashboard.Panel]{
+				singleStat("Leaders", unitNone,
+					"Replicas that reconcile (sum of controller_is_leader). It must be 1: 0 means nothing reconciles and runs stall; 2 means two replicas reconcile at once.",
+					q(sumBy("controller_is_leader"), "leaders"),
+				).Thresholds(thresholds("red", from(1, "green"), from(2, "red"))).GraphMode(common.BigValueGraphModeNone),
+				singleStat("Reconcile error ratio", unitRatio,
+					"Share of the reconciles that ended in error (controller_reconciles_total{result=\"error\"} over all). Above a few percent, Agents do not progress; the controller's log names the errors.",
+					q(errorRatio, "errors"),
+				).Thresholds(thresholds("green", from(0.01, "orange"), from(0.1, "red"))),
+				singleStat("Queue depth", unitShort,
+					"Agents waiting in the reconcile queue now (workqueue_depth). A depth that stays above the number of workers means the controller cannot keep up.",
+					q(sumBy(of(svc, "workqueue_depth")), "depth"),
+				).Thresholds(thresholds("green", from(100, "orange"), from(1000, "red"))),
+				singleStat("Undecodable objects", unitShort,
+					"Stored objects the controller cannot decode and leaves out of its caches (controller_undecodable_objects): Agents, Stations, AgentDefinitions or Jobs that are skipped until fixed or deleted. Anything above 0 needs a look.",
+					q(sumBy("max by (kind) (controller_undecodable_objects)"), "undecodable"),
+				).Thresholds(thresholds("green", from(1, "red"))),
+			}},
+			{title: "Reconciles", panels: []cog.Builder[dashboard.Panel]{
+				timeSeries("Reconciles by result", unitOpsPerSec,
+					"Agent reconciles per second by result: ok, conflict (the Agent changed meanwhile; retried), error (controller_reconciles_total). Errors that persist mean Agents stuck in their phase.",
+					q(sumBy(reconciles, "result"), "{{result}}"),
+				),
+				timeSeries("Reconcile error ratio", unitRatio,
+					"Share of the reconciles that ended in error. Short spikes during an API server restart are normal; a ratio that stays above a few percent is not.",
+					q(errorRatio, "error ratio"),
+				).Max(1),
+				timeSeries("Retries", unitOpsPerSec,
+					"Adds to the queue with a delay per second: rate-limited requeues after a failed reconcile and delayed requeues (workqueue_retries_total). Retries growing with errors mean Agents that keep failing.",
+					q(sumBy(of(svc, rate("workqueue_retries_total", "")), "name"), "{{name}}"),
+				),
+			}},
+			{title: "Work queue", panels: []cog.Builder[dashboard.Panel]{
+				timeSeries("Queue depth", unitShort,
+					"Agents waiting in the reconcile queue, per pod (workqueue_depth). Only the leader's queue fills; a depth that keeps growing means the workers cannot keep up (raise --workers or look at slow reconciles).",
+					q(of(svc, "workqueue_depth"), "{{instance}} {{name}}"),
+				),
+				timeSeries("Queue adds", unitOpsPerSec,
+					"Agents added to the queue per second (workqueue_adds_total): every watch event and poll adds one. A sudden jump means many Agents changing at once, or a resync.",
+					q(sumBy(of(svc, rate("workqueue_adds_total", "")), "name"), "{{name}}"),
+				),
+				timeSeries("Queue wait", unitSeconds,
+					"Median and 99th percentile of the time an Agent waits in the queue before a worker takes it (workqueue_queue_duration_seconds). Seconds or more mean the workers are saturated.",
+					q(quantile(0.5, "workqueue_queue_duration_seconds", "", svc, "name"), "p50 {{name}}"),
+					q(quantile(0.99, "workqueue_queue_duration_seconds", "", svc, "name"), "p99 {{name}}"),
+				),
+				timeSeries("Reconcile duration", unitSeconds,
+					"Median and 99th percentile of one reconcile's duration (workqueue_work_duration_seconds). A p99 of seconds means slow API server calls or slow reads of run pods' logs.",
+					q(quantile(0.5, "workqueue_work_duration_seconds", "", svc, "name"), "p50 {{name}}"),
+					q(quantile(0.99, "workqueue_work_duration_seconds", "", svc, "name"), "p99 {{name}}"),
+				),
+				timeSeries("Unfinished work", unitSeconds,
+					"Seconds of reconciling in progress and not yet done (workqueue_unfinished_work_seconds), per pod. A value that rises steadily means a worker is stuck.",
+					q(of(svc, "workqueue_unfinished_work_seconds"), "{{instance}} {{name}}"),
+				),
+				timeSeries("Longest running reconcile", unitSeconds,
+					"How long the longest reconcile in progress has been running (workqueue_longest_running_processor_seconds), per pod. Minutes mean a stuck worker.",
+					q(of(svc, "workqueue_longest_running_processor_seconds"), "{{instance}} {{name}}"),
+				),
+			}},
+			{title: "API server", panels: []cog.Builder[dashboard.Panel]{
+				timeSeries("Requests by code", unitReqPerSec,
+					"Requests to the API server per second, by HTTP status code and method (rest_client_requests_total). 429 means client-side or server-side throttling (--kube-api-qps); 5xx an unhealthy API server; 409 conflicts are retried.",
+					q(sumBy(of(svc, rate("rest_client_requests_total", "")), "code", "method"), "{{code}} {{method}}"),
+				),
+				timeSeries("Request errors", unitReqPerSec,
+					"Requests to the API server that did not succeed (status code other than 2xx, or no response), per second, by code. A steady rate of 5xx or of failed requests means the controller cannot read or write Agents.",
+					q(sumBy(of(svc, rate("rest_client_requests_total", `{code!~"2.."}`)), "code"), "{{code}}"),
+				),
+				timeSeries("Request latency", unitSeconds,
+					"Median and 99th percentile of the latency of requests to the API server, by verb (rest_client_request_duration_seconds). A p99 of seconds slows every reconcile.",
+					q(quantile(0.5, "rest_client_request_duration_seconds", "", svc, "verb"), "p50 {{verb}}"),
+					q(quantile(0.99, "rest_client_request_duration_seconds", "", svc, "verb"), "p99 {{verb}}"),
+				),
+			}},
+			{title: "State", panels: []cog.Builder[dashboard.Panel]{
+				timeSeries("Agents by phase", unitShort,
+					"Agents in each phase at the leader's last poll (controller_agents). Pending growing while Running stays flat means runs do not start (Station limits, missing recipes, Job creation failing).",
+					q(sumBy(leaderOnly("controller_agents"), "phase"), "{{phase}}"),
+				),
+				timeSeries("Undecodable objects by kind", unitShort,
+					"Stored objects that cannot be decoded, by kind (controller_undecodable_objects). They are left out of the caches, so the controller ignores them until they are fixed or deleted; above 0 needs a look.",
+					q("max by (kind) (controller_undecodable_objects)", "{{kind}}"),
+				),
+				timeSeries("Leader", unitNone,
+					"1 on the replica that reconciles (the Lease holder), 0 on a standby (controller_is_leader), per pod. No replica at 1 means nothing reconciles; a flapping line means the Lease changes hands.",
+					q("max by (instance) (controller_is_leader)", "{{instance}}"),
+				).Max(1),
+				timeSeries("Resyncs", unitOpsPerSec,
+					"Full (paginated) LISTs of Agents per second, the poll's and the watch re-lists (controller_resyncs_total): one per --poll-interval is normal. None means the poll stopped, and with it the safety net for missed watch events; many more mean the watch keeps failing.",
+					q(sumBy(rate("controller_resyncs_total", "")), "resyncs"),
+				),
+				timeSeries("Watch reconnects", unitOpsPerSec,
+					"Times the Agent watch was opened again after it closed, per second (controller_watch_reconnects_total). A few an hour is normal (the API server times watches out); many a minute mean an unstable connection to the API server.",
+					q(sumBy(rate("controller_watch_reconnects_total", "")), "reconnects"),
+				),
+				timeSeries("Runs completed by phase", unitOpsPerSec,
+					"Runs that reached Succeeded or Failed per second (controller_runs_completed_total), by phase. Failed growing faster than Succeeded means failing agents; the Agent runs dashboard breaks it down by Station.",
+					q(sumBy(rate("controller_runs_completed_total", ""), "phase"), "{{phase}}"),
+				),
+			}},
+			processSection(svc),
+		},
+	}
+}
