@@ -23,6 +23,9 @@ type options struct {
 	Chown string
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
+	// TerminationLog is the container's termination message file, which
+	// receives the delivery summary at exit; empty writes none.
+	TerminationLog string
 }
 
 // newFlagSet registers the flags `supervisor init` and `supervisor run`
@@ -36,6 +39,8 @@ func newFlagSet(getenv func(string) string) (*service.FlagSet, *options) {
 	fs.StringVar(&o.LogLevel, "supervisor-log-level", "info", "log level of the supervisor's JSON lines on stderr: debug, info, warn or error")
 	fs.StringVar(&o.AgentDir, "supervisor-agent-dir", runspec.AgentDir, "agent volume: init copies the supervisor bundle there, run reads the init step's sequence file from it")
 	fs.StringVar(&o.Chown, "supervisor-chown", "1000:1000", "init only, as root: uid:gid the volumes are handed to; "+noChown+" skips it")
+	fs.StringVar(&o.TerminationLog, "supervisor-termination-log", runspec.DefaultTerminationLog,
+		"file the delivery summary (events by kind, events lost) is written to at exit, for the agent-controller's metrics: the container's terminationMessagePath; written only when the file exists")
 	// A malformed --supervisor-chown is the init step's to refuse, with its
 	// own exit code and lifecycle reason (17, chown), like every step.
 	fs.Check(func() error {

@@ -20,8 +20,10 @@ func TestFlagRules(t *testing.T) {
 		check   func(*options) bool
 	}{
 		{"the defaults are the run pod's", nil, nil, "", func(o *options) bool {
-			return o.AgentDir == runspec.AgentDir && o.Chown == "1000:1000" && o.chown() == "1000:1000" && o.LogLevel == "info"
+			return o.AgentDir == runspec.AgentDir && o.Chown == "1000:1000" && o.chown() == "1000:1000" && o.LogLevel == "info" &&
+				o.TerminationLog == "/dev/termination-log"
 		}},
+		{"SUPERVISOR_TERMINATION_LOG moves the summary", nil, map[string]string{"SUPERVISOR_TERMINATION_LOG": "/tmp/t"}, "", func(o *options) bool { return o.TerminationLog == "/tmp/t" }},
 		{"SUPERVISOR_AGENT_DIR moves the agent volume", nil, map[string]string{"SUPERVISOR_AGENT_DIR": "/tmp/a"}, "", func(o *options) bool { return o.AgentDir == "/tmp/a" }},
 		{"the flag beats the variable", []string{"--supervisor-agent-dir=/x"}, map[string]string{"SUPERVISOR_AGENT_DIR": "/tmp/a"}, "", func(o *options) bool { return o.AgentDir == "/x" }},
 		{"SUPERVISOR_CHOWN=none skips the chown", nil, map[string]string{"SUPERVISOR_CHOWN": "none"}, "", func(o *options) bool { return o.chown() == "" }},

@@ -77,6 +77,9 @@ func newPod(t *testing.T, spec *runspec.Spec) *pod {
 	p.env[runspec.EnvStationName] = "station-1"
 	p.env[runspec.EnvPodName] = "agent-job-" + p.env[runspec.EnvAgentName][len("agent-"):] + "-x7k2p"
 	p.env["SUPERVISOR_CHOWN"] = noChown
+	// Never the host's /dev/termination-log (localnode's host mode leaves
+	// one as a mount point): a file nobody created, so nothing is written.
+	p.env["SUPERVISOR_TERMINATION_LOG"] = filepath.Join(t.TempDir(), "termination-log")
 	if spec != nil {
 		p.setSpec(spec)
 	}

@@ -29,7 +29,7 @@ const usage = `usage:
   supervisor --version                   print version information
 
 Flags of init and run (each falls back to the variable shown; see supervisor init --help):
-  --supervisor-log-level, --supervisor-agent-dir, --supervisor-chown
+  --supervisor-log-level, --supervisor-agent-dir, --supervisor-chown, --supervisor-termination-log
 `
 
 func main() {
@@ -75,7 +75,7 @@ func dispatch(args []string) int {
 		ctx, stop := service.SignalContext()
 		defer stop()
 		return initstep.Main(ctx, initstep.Options{Env: runenv.Read(nil), AgentDir: o.AgentDir, Chown: o.chown(),
-			Stdout: os.Stdout, Stderr: stderr, Logger: log})
+			TerminationLog: o.TerminationLog, Stdout: os.Stdout, Stderr: stderr, Logger: log})
 	case runspec.CommandRun:
 		o, code, done := parse(args[0], args[1:])
 		if done {
@@ -86,7 +86,7 @@ func dispatch(args []string) int {
 		sigs := make(chan os.Signal, 4)
 		signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
 		return run.Main(run.Options{Env: runenv.Read(nil), AgentDir: o.AgentDir, Stdout: os.Stdout,
-			Stderr: stderr, Signals: sigs, Start: start, Logger: log})
+			Stderr: stderr, Signals: sigs, Start: start, TerminationLog: o.TerminationLog, Logger: log})
 	case repos.CredentialCommand:
 		if len(args) != 3 {
 			fmt.Fprint(os.Stderr, usage)

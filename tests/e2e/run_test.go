@@ -110,6 +110,40 @@ func TestARunSucceedsEndToEnd(t *testing.T) {
 	if len(lc) < 4 || lc[0] != "init/started" || lc[len(lc)-2] != "agent/started" || lc[len(lc)-1] != "agent/succeeded" {
 		t.Errorf("lifecycle events %v: want the init container's, then agent/started … agent/succeeded", lc)
 	}
+
+	// The run's metrics: its start and end under its Station and vendor,
+	// the Station's slots once the poll saw it end, and the events its
+	// pod's supervisor reported on leaving (through the termination
+	// message localnode copies into the container status).
+	station := `namespace="` + ns + `",station="fixer"`
+	active := `controller_station_active_runs{` + station + `}`
+	var m map[string]float64
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		m = scrape(t)
+		if n, polled := m[active]; polled && n == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, c := range []struct {
+		series string
+		want   float64
+	}{
+		{`controller_runs_started_total{mode="job",` + station + `,vendor="claude"}`, 1},
+		{`controller_runs_finished_total{namespace="` + ns + `",phase="Succeeded",station="fixer",vendor="claude"}`, 1},
+		{active, 0},
+		{`controller_station_max_concurrent_runs{` + station + `}`, 0},
+	} {
+		if got, ok := m[c.series]; !ok || got != c.want {
+			t.Errorf("%s = %v (present %v), want %v", c.series, got, ok, c.want)
+		}
+	}
+	// Other tests' runs add to these: at least this run's events.
+	for kind, n := range kinds {
+		series := `controller_run_events_total{kind="` + kind.SubjectToken() + `",vendor="claude"}`
+		if m[series] < float64(n) {
+			t.Errorf("%s = %v, want at least this run's %d", series, m[series], n)
+		}
+	}
 }
 
 // TestAFailingCLIFailsTheAgentWithItsExitCode: the CLI's exit code becomes

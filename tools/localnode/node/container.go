@@ -83,6 +83,7 @@ func (w *podWorker) containerLoop(ctx context.Context, pod *corev1.Pod, src *obj
 		if probeDone != nil {
 			close(probeDone)
 		}
+		in.exit.Message = withTerminationMessage(in.exit.Message, terminationMessage(ctx, c, in))
 		w.setTerminated(isInit, idx, in)
 		w.status.flush()
 		// An image-mode instance's writable layer ends with it; the next
@@ -204,6 +205,7 @@ func (w *podWorker) startInstance(ctx context.Context, pod *corev1.Pod, src *obj
 	if err != nil {
 		return nil, err
 	}
+	mounts = append(mounts, terminationMounts(c, dir)...)
 	argv := make([]string, 0, len(c.Command)+len(c.Args))
 	vals := envValues(env)
 	for _, a := range append(append([]string{}, c.Command...), c.Args...) {
@@ -251,6 +253,8 @@ func (w *podWorker) startFromImage(ctx context.Context, pod *corev1.Pod, src *ob
 	if err != nil {
 		return nil, err
 	}
+	dir := w.instanceDir(c.Name, restart)
+	mounts = append(mounts, terminationMounts(c, dir)...)
 	wd := c.WorkingDir
 	if wd == "" {
 		wd = img.config.WorkingDir
@@ -265,7 +269,7 @@ func (w *podWorker) startFromImage(ctx context.Context, pod *corev1.Pod, src *ob
 		// A hostNetwork pod shares the host's name, as on a kubelet.
 		spec.Hostname = podHostname(pod)
 	}
-	in, err := launch(w.instanceDir(c.Name, restart), instanceLogPath(w.logDir, c.Name, restart), c.Name, restart, spec,
+	in, err := launch(dir, instanceLogPath(w.logDir, c.Name, restart), c.Name, restart, spec,
 		rootSource{lower: lower, overlay: w.n.overlay})
 	if err != nil {
 		return nil, err

@@ -62,6 +62,9 @@ func launch(dir, logPath, container string, restart int, spec shimSpec, root roo
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create instance dir %s: %w", dir, err)
 	}
+	if err := createTerminationFile(dir); err != nil {
+		return nil, err
+	}
 	if root.lower != "" {
 		r, err := prepareRoot(root.lower, dir, root.overlay)
 		if err != nil {

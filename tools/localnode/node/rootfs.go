@@ -223,19 +223,24 @@ func setupRoot(root string, mounts []mountSpec) error {
 		return fmt.Errorf("mount /dev/shm: %w", err)
 	}
 	for _, m := range mounts {
-		fi, err := os.Stat(m.Source)
-		if err != nil {
-			return fmt.Errorf("volume source %s: %w", m.Source, err)
-		}
-		target, err := mountPointIn(root, m.Target, fi.IsDir())
-		if err != nil {
-			return err
-		}
-		if err := bindMount(m.Source, target, m.ReadOnly); err != nil {
+		if err := mountInRoot(root, m); err != nil && !m.Optional {
 			return err
 		}
 	}
 	return nil
+}
+
+// mountInRoot bind-mounts m at its target inside root.
+func mountInRoot(root string, m mountSpec) error {
+	fi, err := os.Stat(m.Source)
+	if err != nil {
+		return fmt.Errorf("volume source %s: %w", m.Source, err)
+	}
+	target, err := mountPointIn(root, m.Target, fi.IsDir())
+	if err != nil {
+		return err
+	}
+	return bindMount(m.Source, target, m.ReadOnly)
 }
 
 // mountPointIn resolves target inside root and makes sure it exists as a

@@ -65,6 +65,10 @@ type mountSpec struct {
 	Source   string `json:"source"`
 	Target   string `json:"target"`
 	ReadOnly bool   `json:"readOnly,omitempty"`
+	// Optional mounts are skipped when they cannot be made (a termination
+	// message path where no file can be created): the container runs
+	// without them rather than not at all.
+	Optional bool `json:"optional,omitempty"`
 }
 
 // exitRecord is how a container instance ended, written by the shim so a
@@ -257,20 +261,27 @@ func (s *shimSpec) enterSandbox() error {
 // filesystem (host mode), creating the mount point when it is missing.
 func mountOnHost(mounts []mountSpec) error {
 	for _, m := range mounts {
-		fi, err := os.Stat(m.Source)
-		if err != nil {
-			return fmt.Errorf("volume source %s: %w", m.Source, err)
-		}
-		if err := ensureMountPoint(m.Target, fi.IsDir()); err != nil {
+		if err := mountOneOnHost(m); err != nil && !m.Optional {
 			return err
 		}
-		if err := syscall.Mount(m.Source, m.Target, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind-mount %s at %s: %w", m.Source, m.Target, err)
-		}
-		if m.ReadOnly {
-			if err := syscall.Mount("", m.Target, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_REC, ""); err != nil {
-				return fmt.Errorf("remount %s read-only: %w", m.Target, err)
-			}
+	}
+	return nil
+}
+
+func mountOneOnHost(m mountSpec) error {
+	fi, err := os.Stat(m.Source)
+	if err != nil {
+		return fmt.Errorf("volume source %s: %w", m.Source, err)
+	}
+	if err := ensureMountPoint(m.Target, fi.IsDir()); err != nil {
+		return err
+	}
+	if err := syscall.Mount(m.Source, m.Target, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind-mount %s at %s: %w", m.Source, m.Target, err)
+	}
+	if m.ReadOnly {
+		if err := syscall.Mount("", m.Target, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_REC, ""); err != nil {
+			return fmt.Errorf("remount %s read-only: %w", m.Target, err)
 		}
 	}
 	return nil

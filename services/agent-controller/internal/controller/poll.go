@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
 )
 
 // pollLoop is the safety net beside the watch: every PollInterval (with a
@@ -68,10 +70,29 @@ func (c *Controller) poll(ctx context.Context) error {
 	c.evictMissing(listed, listRV)
 	c.forgetGone()
 	c.m.SetPhaseCounts(counts)
+	c.m.SetStations(c.stationLoads())
 	for _, k := range keys {
 		c.queue.Add(k)
 	}
 	return nil
+}
+
+// stationLoads counts each cached Station's slots as admission does
+// (decision.ActiveRuns): its runs that hold one, and those this
+// controller admitted that the cache does not show yet.
+func (c *Controller) stationLoads() map[metrics.StationKey]metrics.StationLoad {
+	loads := map[metrics.StationKey]metrics.StationLoad{}
+	for _, obj := range c.stations.GetIndexer().List() {
+		st, ok := obj.(*agentsv1alpha1.Station)
+		if !ok {
+			continue
+		}
+		snap := decision.Snapshot{Station: st}
+		c.fillSlots(&snap, st.Namespace, st.Name, st.Namespace+"/"+st.Name)
+		loads[metrics.StationKey{Namespace: st.Namespace, Name: st.Name}] = metrics.StationLoad{
+			Active: decision.ActiveRuns(snap), Max: st.Spec.EffectiveMaxConcurrent()}
+	}
+	return loads
 }
 
 // evictMissing drops cached Agents the LIST no longer holds, when the cached

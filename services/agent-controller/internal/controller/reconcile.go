@@ -17,15 +17,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
 )
 
 // Reconcile results, the label of controller_reconciles_total.
 const (
-	resultOK       = "ok"
-	resultConflict = "conflict"
-	resultError    = "error"
+	resultOK       = metrics.ResultOK
+	resultConflict = metrics.ResultConflict
+	resultError    = metrics.ResultError
 )
 
 // logTailLines bounds how much of the pod log is fetched before capping.
@@ -113,8 +115,14 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (string, erro
 // runs this controller admitted that the cache does not show yet. A run
 // found with its Job stops counting as in flight, so it is counted once.
 func (c *Controller) readSlots(snap *decision.Snapshot, stationKey string) {
-	a := snap.Agent
-	snap.StationRuns = c.cachedRuns(a.Namespace, a.Spec.StationRef)
+	c.fillSlots(snap, snap.Agent.Namespace, snap.Agent.Spec.StationRef, stationKey)
+}
+
+// fillSlots fills snap's StationRuns, PendingWithJob and InFlight for the
+// Station namespace/station (stationKey), leaving snap.Agent's own
+// admission out of InFlight (none when snap.Agent is nil).
+func (c *Controller) fillSlots(snap *decision.Snapshot, namespace, station, stationKey string) {
+	snap.StationRuns = c.cachedRuns(namespace, station)
 	for _, r := range snap.StationRuns {
 		if r.Status.Phase != "" && r.Status.Phase != agentsv1alpha1.PhasePending || r.DeletionTimestamp != nil {
 			continue
@@ -131,7 +139,11 @@ func (c *Controller) readSlots(snap *decision.Snapshot, stationKey string) {
 		snap.PendingWithJob[r.Name] = true
 		c.inflight.forget(r.Namespace + "/" + r.Name)
 	}
-	snap.InFlight = c.inflight.count(stationKey, a.Name, snap.StationRuns)
+	exclude := ""
+	if snap.Agent != nil {
+		exclude = snap.Agent.Name
+	}
+	snap.InFlight = c.inflight.count(stationKey, exclude, snap.StationRuns)
 }
 
 // readRefs fills the Station and AgentDefinition; a missing one stays nil.
@@ -239,6 +251,7 @@ func (c *Controller) readPod(ctx context.Context, job *batchv1.Job, agentLog, in
 	out := decision.PodOutcome{Found: true}
 	if agentLog {
 		out.InitFailed = failedInit(pod)
+		out.Summary = c.runSummary(pod)
 	}
 	// Only the supervisor's init container prints lifecycle lines.
 	failedStep := out.InitFailed != nil && out.InitFailed.Container == jobbuild.InitContainerName
@@ -290,6 +303,33 @@ func (c *Controller) readPod(ctx context.Context, job *batchv1.Job, agentLog, in
 	}
 	out.Log, out.LogDropped = tail.Text, tail.Dropped
 	return out, nil
+}
+
+// runSummary adds up the delivery summaries the supervisor left in the
+// termination messages of pod's init and agent containers (runspec.Summary):
+// a run pod ends before anything scrapes it, so its figures are counted
+// from here. A message is the pod's to write, so one that is not a summary
+// is ignored; nil when no container left one.
+func (c *Controller) runSummary(pod *corev1.Pod) *runspec.Summary {
+	var sum *runspec.Summary
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range statuses {
+			t := cs.State.Terminated
+			if cs.Name != jobbuild.InitContainerName && cs.Name != agentsv1alpha1.AgentContainerName || t == nil || t.Message == "" {
+				continue
+			}
+			s, err := runspec.ParseSummary(t.Message)
+			if err != nil {
+				c.log.Debug("termination message is not a run summary; ignored", "pod", pod.Namespace+"/"+pod.Name, "container", cs.Name, "err", err)
+				continue
+			}
+			if sum != nil {
+				s = sum.Add(s)
+			}
+			sum = &s
+		}
+	}
+	return sum
 }
 
 // failedInit returns the first init container of pod that terminated
@@ -429,7 +469,7 @@ func (c *Controller) applyOnce(ctx context.Context, agent *agentsv1alpha1.Agent,
 		c.log.Info("agent status", "agent", agent.Namespace+"/"+agent.Name, "phase", patched.Status.Phase,
 			"job", patched.Status.JobName, "reason", patched.Status.FailureReason)
 	}
-	c.m.Observe(plan.Outcome)
+	c.m.Observe(decision.RunOf(snap), plan.Outcome)
 	if plan.Outcome.Terminal != "" {
 		// A slot may have freed: let the Station's queued runs try now
 		// rather than at the next poll.

@@ -52,7 +52,16 @@ func admit(s Snapshot, held bool) (plan Plan, ok bool) {
 // run that does not preempt (a batch run's fallback Job).
 func hasSlot(s Snapshot) bool {
 	limit := s.Station.Spec.EffectiveMaxConcurrent()
-	return limit <= 0 || len(runningOf(s))+s.InFlight < limit
+	return limit <= 0 || ActiveRuns(s) < limit
+}
+
+// ActiveRuns is how many runs hold a slot of the Station, as admission
+// counts them against its limit: its runs that hold one (runningOf) and
+// those admitted but not yet seen holding one (s.InFlight). s.Agent, when
+// set, is left out; the poll leaves it nil to count every run
+// (controller_station_active_runs).
+func ActiveRuns(s Snapshot) int {
+	return len(runningOf(s)) + s.InFlight
 }
 
 // queue keeps the run Pending with Started=False/Queued. A run already
@@ -82,14 +91,15 @@ func policyOf(st *agentsv1alpha1.Station) agentsv1alpha1.ConcurrencyPolicy {
 	return st.Spec.ConcurrencyPolicy
 }
 
-// runningOf returns the Station's other runs that hold a slot: the Running
-// ones, and the Pending ones whose Job exists (created before a lost patch
-// to Running: the Job runs, so not counting it would admit one over the
-// limit). Runs being deleted are on their way out and hold none.
+// runningOf returns the Station's runs other than s.Agent (all of them
+// when it is nil) that hold a slot: the Running ones, and the Pending ones
+// whose Job exists (created before a lost patch to Running: the Job runs,
+// so not counting it would admit one over the limit). Runs being deleted
+// are on their way out and hold none.
 func runningOf(s Snapshot) []*agentsv1alpha1.Agent {
 	var out []*agentsv1alpha1.Agent
 	for _, r := range s.StationRuns {
-		if r.Name == s.Agent.Name || r.DeletionTimestamp != nil {
+		if s.Agent != nil && r.Name == s.Agent.Name || r.DeletionTimestamp != nil {
 			continue
 		}
 		switch r.Status.Phase {

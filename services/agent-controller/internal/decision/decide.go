@@ -19,7 +19,8 @@
 // Snapshot and the Plan), transitions.go (refusing, failing and finishing
 // a run), admission.go (Station slots, queueing, preemption), restore.go
 // (the conversation restore), failures.go (whether a failed start is
-// permanent), output.go (the output tail) and prune.go (run history).
+// permanent), output.go (the output tail), prune.go (run history) and
+// labels.go (what the metrics name a run by).
 package decision
 
 import (

@@ -173,6 +173,12 @@ func TestDecideProperties(t *testing.T) {
 				t.Fatalf("seed %d: a terminal phase %s was rewritten to %s", seed, s.Agent.Status.Phase, st.Phase)
 			}
 		}
+		// The metrics count a start and an end once the status write that
+		// makes it succeeded, so each comes with that write.
+		if o := p.Outcome; o.Started && (p.Status == nil || p.Status.Phase != agentsv1alpha1.PhaseRunning || o.Mode == "") ||
+			o.Terminal != "" && (p.Status == nil || p.Status.Phase != o.Terminal) {
+			t.Fatalf("seed %d: outcome %+v without the status write that makes it: %+v", seed, o, p.Status)
+		}
 		// Events are recorded after the status write, so a plan without one
 		// has none; each is one the events.k8s.io/v1 API accepts.
 		if len(p.Events) > 0 && p.Status == nil {

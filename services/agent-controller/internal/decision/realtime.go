@@ -94,6 +94,16 @@ func followRealtime(s Snapshot) Plan {
 // lastSessionID reads a session's last vendor session id from its log,
 // with the parser of the vendor its frozen run spec names.
 func lastSessionID(job *batchv1.Job, log string) string {
+	spec := runSpecOf(job)
+	if spec == nil {
+		return ""
+	}
+	return vendors.LastSessionID(vendors.Route(spec.Model), []byte(log))
+}
+
+// runSpecOf is the run spec frozen into job's agent container; nil when
+// it has none that decodes.
+func runSpecOf(job *batchv1.Job) *runspec.Spec {
 	for _, c := range job.Spec.Template.Spec.Containers {
 		if c.Name != agentsv1alpha1.AgentContainerName {
 			continue
@@ -104,12 +114,12 @@ func lastSessionID(job *batchv1.Job, log string) string {
 			}
 			spec, err := runspec.Decode(e.Value)
 			if err != nil {
-				return ""
+				return nil
 			}
-			return vendors.LastSessionID(vendors.Route(spec.Model), []byte(log))
+			return spec
 		}
 	}
-	return ""
+	return nil
 }
 
 // TokenRefused is the plan when a realtime run cannot get its token (the

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
 )
 
@@ -82,6 +83,10 @@ type PodOutcome struct {
 	// the pod terminated non-zero: the agent container never ran, so
 	// ExitCode and Log are empty.
 	InitFailed *InitFailure
+	// Summary is the sum of the delivery summaries the pod's supervisor
+	// left in the termination messages of its init and agent containers,
+	// once the Job finished; nil when neither left one.
+	Summary *runspec.Summary
 }
 
 // BatchState is where a submitted batch stands, as batch-poller reports it.
@@ -182,6 +187,9 @@ type Outcome struct {
 	// Started is set when a run starts; QueueWait is creation → start.
 	Started   bool
 	QueueWait time.Duration
+	// Mode is how the started run runs: job, batch or realtime. A batch
+	// run's fallback Job starts no new run.
+	Mode agentsv1alpha1.ExecutionMode
 	// Queued is set when the run waits for a Station slot.
 	Queued bool
 	// Terminal is the phase reached, if any.
@@ -193,6 +201,10 @@ type Outcome struct {
 	Failure FailureKind
 	// Preempted counts Agents deleted under the Replace policy.
 	Preempted int
+	// Summary is what the finished run's pod said it delivered (PodOutcome),
+	// counted with the terminal transition; nil for a run without a pod
+	// read back.
+	Summary *runspec.Summary
 }
 
 // FailureKind groups runs that ended with a reason, so the failure metric
@@ -214,3 +226,7 @@ const (
 	// Station, AgentDefinition or execution settings cannot run.
 	FailureInvalidSpec FailureKind = "invalid_spec"
 )
+
+// FailureKinds are every FailureKind, the label values of the failure
+// metric.
+var FailureKinds = []FailureKind{FailureMissingRef, FailureJobFailed, FailureOutputUnavailable, FailurePreempted, FailureInvalidSpec}

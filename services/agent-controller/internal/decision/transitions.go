@@ -58,11 +58,13 @@ func start(plan *Plan, s Snapshot, st *agentsv1alpha1.AgentStatus, reason, msg s
 	plan.Events = append(plan.Events, startedEvents(s, reason, msg, related)...)
 	plan.Outcome.Started = true
 	plan.Outcome.QueueWait = s.Now.Sub(s.Agent.CreationTimestamp.Time)
+	plan.Outcome.Mode = modeOf(s)
 }
 
 // finish ends a started run in phase, writing onto st (which keeps what
 // the caller set: the jobName, a restore condition). The run is timed from
-// its startedAt, and its end asks for history pruning.
+// its startedAt, its pod's delivery summary (if read) is counted with its
+// end, and its end asks for history pruning.
 func finish(s Snapshot, st *agentsv1alpha1.AgentStatus, phase agentsv1alpha1.AgentPhase, exit int32, output, reason string, kind FailureKind) Plan {
 	st.Phase = phase
 	st.ExitCode = ptr.To(exit)
@@ -75,7 +77,7 @@ func finish(s Snapshot, st *agentsv1alpha1.AgentStatus, phase agentsv1alpha1.Age
 		d = s.Now.Sub(st.StartedAt.Time)
 	}
 	return Plan{Status: st, Prune: true, Events: []Event{finishedEvent(phase, d, exit, reason)},
-		Outcome: Outcome{Terminal: phase, ExitCode: exit, Duration: d, Failure: kind}}
+		Outcome: Outcome{Terminal: phase, ExitCode: exit, Duration: d, Failure: kind, Summary: s.Pod.Summary}}
 }
 
 // setCondition sets a condition on st as of this pass: the snapshot's

@@ -5,6 +5,7 @@ package metrics
 
 import (
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -34,7 +35,40 @@ type Metrics struct {
 	// Workqueue makes a named client-go workqueue's workqueue_* metrics,
 	// on Registry; give it to the queue's config.
 	Workqueue workqueue.MetricsProvider
+
+	// RunsStarted and RunsFinished count runs by where they run and the
+	// vendor that carries them: started by mode, finished by phase.
+	RunsStarted  *prometheus.CounterVec
+	RunsFinished *prometheus.CounterVec
+	// StationActive and StationMax are each Station's slots at the last
+	// poll: those held, and its limit (0 is none).
+	StationActive *prometheus.GaugeVec
+	StationMax    *prometheus.GaugeVec
+	// RunEvents, RunEventsDropped and RunSinkFailures count what finished
+	// run pods said they delivered (their supervisor's summary).
+	RunEvents        *prometheus.CounterVec
+	RunEventsDropped *prometheus.CounterVec
+	RunSinkFailures  prometheus.Counter
+
+	// stationsMu guards stations, the Stations the last poll set gauges
+	// for, so the next one removes the series of those gone.
+	stationsMu sync.Mutex
+	stations   map[StationKey]bool
 }
+
+// Reconcile results, the label values of controller_reconciles_total.
+const (
+	ResultOK       = "ok"
+	ResultConflict = "conflict"
+	ResultError    = "error"
+)
+
+// Paths an event can be lost on, the label values of
+// controller_run_events_dropped_total.
+const (
+	PathNATS = "nats"
+	PathSink = "sink"
+)
 
 // WatchedKinds are the kinds the controller caches, the label values of
 // controller_undecodable_objects.
@@ -83,27 +117,63 @@ func New() *Metrics {
 			Help: "Stored objects of a watched kind that cannot be decoded, left out of the caches until fixed or deleted.",
 		}, []string{"kind"}),
 		Workqueue: wq,
+		RunsStarted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "controller_runs_started_total", Help: "Runs started: a Job created (job, realtime) or a batch submitted (batch), by namespace, Station, vendor and mode.",
+		}, []string{"namespace", "station", "vendor", "mode"}),
+		RunsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "controller_runs_finished_total", Help: "Terminal transitions, by namespace, Station, vendor and phase.",
+		}, []string{"namespace", "station", "vendor", "phase"}),
+		StationActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "controller_station_active_runs", Help: "Runs holding a slot of the Station at the last poll, as its concurrency limit counts them.",
+		}, []string{"namespace", "station"}),
+		StationMax: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "controller_station_max_concurrent_runs", Help: "The Station's effective concurrency limit at the last poll; 0 is none.",
+		}, []string{"namespace", "station"}),
+		RunEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "controller_run_events_total", Help: "Events finished run pods emitted, by vendor and kind, as their supervisor reported them.",
+		}, []string{"vendor", "kind"}),
+		RunEventsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "controller_run_events_dropped_total", Help: "Events finished run pods dropped, by path (nats, sink), as their supervisor reported them.",
+		}, []string{"path"}),
+		RunSinkFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "controller_run_sink_failures_total", Help: "Deliveries to recipe sinks that failed in finished run pods, as their supervisor reported them.",
+		}),
+		stations: map[StationKey]bool{},
 	}
 	m.Registry.MustRegister(wq.collectors()...)
 	m.Registry.MustRegister(m.Agents, m.RunsCompleted, m.RunDuration, m.RunQueue, m.RunFailures, m.Resyncs,
 		m.WatchReconnects, m.BatchCleanupFail, m.Reconciles, m.IsLeader, m.Undecodable,
+		m.RunsStarted, m.RunsFinished, m.StationActive, m.StationMax, m.RunEvents, m.RunEventsDropped, m.RunSinkFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Series whose label values are a known few start at 0, so that rate()
+	// over them has data from the first scrape rather than from the first
+	// time each happens.
 	for _, p := range []agentsv1alpha1.AgentPhase{agentsv1alpha1.PhasePending, agentsv1alpha1.PhaseRunning, agentsv1alpha1.PhaseSucceeded, agentsv1alpha1.PhaseFailed} {
 		m.Agents.WithLabelValues(string(p))
 	}
 	for _, k := range WatchedKinds {
 		m.Undecodable.WithLabelValues(k)
 	}
-	for _, k := range []decision.FailureKind{decision.FailureMissingRef, decision.FailureJobFailed, decision.FailureOutputUnavailable, decision.FailurePreempted} {
+	for _, k := range decision.FailureKinds {
 		m.RunFailures.WithLabelValues(string(k))
+	}
+	for _, r := range []string{ResultOK, ResultConflict, ResultError} {
+		m.Reconciles.WithLabelValues(r)
+	}
+	for _, p := range []string{PathNATS, PathSink} {
+		m.RunEventsDropped.WithLabelValues(p)
 	}
 	return m
 }
 
-// Observe records what an applied plan did.
-func (m *Metrics) Observe(o decision.Outcome) {
+// Observe records what an applied plan did for run r. The controller calls
+// it once the plan's writes succeeded, and a terminal Agent is never
+// decided again, so a start and an end are each counted once per run, and
+// so is its pod's summary, which comes with its end.
+func (m *Metrics) Observe(r decision.Run, o decision.Outcome) {
 	if o.Started {
 		m.RunQueue.Observe(o.QueueWait.Seconds())
+		m.RunsStarted.WithLabelValues(r.Namespace, r.Station, r.Vendor, string(o.Mode)).Inc()
 	}
 	if o.Preempted > 0 {
 		m.RunFailures.WithLabelValues(string(decision.FailurePreempted)).Add(float64(o.Preempted))
@@ -112,6 +182,15 @@ func (m *Metrics) Observe(o decision.Outcome) {
 		return
 	}
 	m.RunsCompleted.WithLabelValues(string(o.Terminal), strconv.Itoa(int(o.ExitCode))).Inc()
+	m.RunsFinished.WithLabelValues(r.Namespace, r.Station, r.Vendor, string(o.Terminal)).Inc()
+	if s := o.Summary; s != nil {
+		for kind, n := range s.Events {
+			m.RunEvents.WithLabelValues(r.Vendor, kind).Add(float64(n))
+		}
+		m.RunEventsDropped.WithLabelValues(PathNATS).Add(float64(s.NATSDropped))
+		m.RunEventsDropped.WithLabelValues(PathSink).Add(float64(s.SinkDropped))
+		m.RunSinkFailures.Add(float64(s.SinkFailed))
+	}
 	if o.Failure != "" {
 		m.RunFailures.WithLabelValues(string(o.Failure)).Inc()
 	}
@@ -125,5 +204,33 @@ func (m *Metrics) Observe(o decision.Outcome) {
 func (m *Metrics) SetPhaseCounts(counts map[agentsv1alpha1.AgentPhase]int) {
 	for _, p := range []agentsv1alpha1.AgentPhase{agentsv1alpha1.PhasePending, agentsv1alpha1.PhaseRunning, agentsv1alpha1.PhaseSucceeded, agentsv1alpha1.PhaseFailed} {
 		m.Agents.WithLabelValues(string(p)).Set(float64(counts[p]))
+	}
+}
+
+// StationKey names a Station.
+type StationKey struct{ Namespace, Name string }
+
+// StationLoad is a Station's slots: those held (Active) and its effective
+// limit (Max, 0 for none).
+type StationLoad struct{ Active, Max int }
+
+// SetStations replaces the Station gauges with the loads of one poll;
+// Stations of the previous poll that are gone lose their series.
+func (m *Metrics) SetStations(loads map[StationKey]StationLoad) {
+	m.stationsMu.Lock()
+	defer m.stationsMu.Unlock()
+	for k, l := range loads {
+		m.StationActive.WithLabelValues(k.Namespace, k.Name).Set(float64(l.Active))
+		m.StationMax.WithLabelValues(k.Namespace, k.Name).Set(float64(l.Max))
+	}
+	for k := range m.stations {
+		if _, ok := loads[k]; !ok {
+			m.StationActive.DeleteLabelValues(k.Namespace, k.Name)
+			m.StationMax.DeleteLabelValues(k.Namespace, k.Name)
+			delete(m.stations, k)
+		}
+	}
+	for k := range loads {
+		m.stations[k] = true
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/libs/service/servicetest"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
@@ -50,8 +52,11 @@ func exercise(t *testing.T, m *Metrics) (host string) {
 		t.Fatal(err)
 	}
 
-	m.Observe(decision.Outcome{Started: true, QueueWait: time.Second})
-	m.Observe(decision.Outcome{Terminal: agentsv1alpha1.PhaseSucceeded, Duration: time.Minute})
+	run := decision.Run{Namespace: "team-a", Station: "fixer", Vendor: "claude"}
+	m.Observe(run, decision.Outcome{Started: true, QueueWait: time.Second, Mode: agentsv1alpha1.ExecutionJob})
+	m.Observe(run, decision.Outcome{Terminal: agentsv1alpha1.PhaseSucceeded, Duration: time.Minute,
+		Summary: &runspec.Summary{Events: map[string]uint64{"message": 2}, SinkFailed: 1}})
+	m.SetStations(map[StationKey]StationLoad{{Namespace: "team-a", Name: "fixer"}: {Active: 1, Max: 2}})
 	m.Resyncs.Inc()
 	m.WatchReconnects.Inc()
 	m.BatchCleanupFail.Inc()
@@ -139,4 +144,142 @@ func TestMetricsPassPromlint(t *testing.T) {
 	// The controller_* names docs/agent-controller.md fixes as a public
 	// contract pass promlint as they are, so nothing is exempt.
 	servicetest.Lint(t, m.Gatherer())
+}
+
+// TestRunCounting names, rule by rule, what one observed outcome adds to
+// the run metrics.
+func TestRunCounting(t *testing.T) {
+	run := decision.Run{Namespace: "team-a", Station: "fixer", Vendor: "codex"}
+	summary := &runspec.Summary{Events: map[string]uint64{"message": 3, "tool_call": 2}, NATSDropped: 1, SinkFailed: 4, SinkDropped: 5}
+	type series struct {
+		c    prometheus.Collector
+		want float64
+	}
+	cases := []struct {
+		rule     string
+		outcomes []decision.Outcome
+		want     func(m *Metrics) []series
+	}{
+		{"a start counts once under its mode", []decision.Outcome{{Started: true, Mode: agentsv1alpha1.ExecutionBatch}},
+			func(m *Metrics) []series {
+				return []series{
+					{m.RunsStarted.WithLabelValues("team-a", "fixer", "codex", "batch"), 1},
+					{m.RunsStarted.WithLabelValues("team-a", "fixer", "codex", "job"), 0},
+				}
+			}},
+		{"each mode has its own series", []decision.Outcome{
+			{Started: true, Mode: agentsv1alpha1.ExecutionJob}, {Started: true, Mode: agentsv1alpha1.ExecutionRealtime}, {Started: true, Mode: agentsv1alpha1.ExecutionJob}},
+			func(m *Metrics) []series {
+				return []series{
+					{m.RunsStarted.WithLabelValues("team-a", "fixer", "codex", "job"), 2},
+					{m.RunsStarted.WithLabelValues("team-a", "fixer", "codex", "realtime"), 1},
+				}
+			}},
+		{"an end counts as finished where it counts as completed", []decision.Outcome{{Terminal: agentsv1alpha1.PhaseFailed, ExitCode: 3, Failure: decision.FailureJobFailed}},
+			func(m *Metrics) []series {
+				return []series{
+					{m.RunsFinished.WithLabelValues("team-a", "fixer", "codex", "Failed"), 1},
+					{m.RunsCompleted.WithLabelValues("Failed", "3"), 1},
+					{m.RunsStarted.WithLabelValues("team-a", "fixer", "codex", "job"), 0},
+				}
+			}},
+		{"a pod's summary is counted with its end", []decision.Outcome{{Terminal: agentsv1alpha1.PhaseSucceeded, Summary: summary}},
+			func(m *Metrics) []series {
+				return []series{
+					{m.RunEvents.WithLabelValues("codex", "message"), 3},
+					{m.RunEvents.WithLabelValues("codex", "tool_call"), 2},
+					{m.RunEventsDropped.WithLabelValues(PathNATS), 1},
+					{m.RunEventsDropped.WithLabelValues(PathSink), 5},
+					{m.RunSinkFailures, 4},
+				}
+			}},
+		{"a summary without an end is not counted", []decision.Outcome{{Started: true, Mode: agentsv1alpha1.ExecutionJob, Summary: summary}},
+			func(m *Metrics) []series {
+				return []series{{m.RunEvents.WithLabelValues("codex", "message"), 0}, {m.RunSinkFailures, 0}}
+			}},
+		{"an end without a summary counts no events", []decision.Outcome{{Terminal: agentsv1alpha1.PhaseSucceeded}},
+			func(m *Metrics) []series {
+				return []series{{m.RunEvents.WithLabelValues("codex", "message"), 0}, {m.RunEventsDropped.WithLabelValues(PathNATS), 0}}
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			m := New()
+			for _, o := range c.outcomes {
+				m.Observe(run, o)
+			}
+			for i, s := range c.want(m) {
+				if got := testutil.ToFloat64(s.c); got != s.want {
+					t.Errorf("series %d = %v, want %v", i, got, s.want)
+				}
+			}
+		})
+	}
+}
+
+// TestSeriesOfAKnownFewStartAtZero: rate() over a series needs it to
+// exist before its first increment.
+func TestSeriesOfAKnownFewStartAtZero(t *testing.T) {
+	m := New()
+	want := map[string][]string{
+		"controller_run_failures_total":       {"missing_ref", "job_failed", "output_unavailable", "preempted", "invalid_spec"},
+		"controller_reconciles_total":         {"ok", "conflict", "error"},
+		"controller_run_events_dropped_total": {"nats", "sink"},
+	}
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, values := range want {
+		got := map[string]bool{}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, s := range mf.GetMetric() {
+				if s.GetCounter().GetValue() != 0 || len(s.GetLabel()) != 1 {
+					t.Errorf("%s: a fresh series %v", name, s)
+				}
+				got[s.GetLabel()[0].GetValue()] = true
+			}
+		}
+		for _, v := range values {
+			if !got[v] {
+				t.Errorf("%s{%s} does not exist before its first increment", name, v)
+			}
+		}
+		if len(got) != len(values) {
+			t.Errorf("%s has %d series, want %d", name, len(got), len(values))
+		}
+	}
+	if n := testutil.CollectAndCount(m.RunSinkFailures); n != 1 {
+		t.Errorf("controller_run_sink_failures_total: %d series", n)
+	}
+}
+
+func TestStationGauges(t *testing.T) {
+	m := New()
+	a, b := StationKey{Namespace: "team-a", Name: "fixer"}, StationKey{Namespace: "team-b", Name: "fixer"}
+	m.SetStations(map[StationKey]StationLoad{a: {Active: 2, Max: 3}, b: {Active: 1, Max: 0}})
+	m.SetStations(map[StationKey]StationLoad{a: {Active: 1, Max: 3}})
+	cases := []struct {
+		rule string
+		got  float64
+		want float64
+	}{
+		{"a Station's active runs are the last poll's", testutil.ToFloat64(m.StationActive.WithLabelValues("team-a", "fixer")), 1},
+		{"a Station's limit is the last poll's", testutil.ToFloat64(m.StationMax.WithLabelValues("team-a", "fixer")), 3},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("%s: got %v, want %v", c.rule, c.got, c.want)
+		}
+	}
+	// WithLabelValues above made no new series: only a's.
+	if n := testutil.CollectAndCount(m.StationActive); n != 1 {
+		t.Errorf("a Station gone from the poll keeps its series: %d active-runs series", n)
+	}
+	if n := testutil.CollectAndCount(m.StationMax); n != 1 {
+		t.Errorf("a Station gone from the poll keeps its series: %d limit series", n)
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/libs/events"
+	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/sinks"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 	"github.com/agentplane/agentplane/services/supervisor/internal/runenv"
@@ -63,7 +64,10 @@ type Options struct {
 	// PublishBuffer overrides PublishBuffer (benchmarks size it to hold
 	// every event, to measure sustained throughput without drops).
 	PublishBuffer int
-	Logger        *slog.Logger
+	// TerminationLog is the file Close writes the run's delivery summary
+	// to (the container's terminationMessagePath); empty writes none.
+	TerminationLog string
+	Logger         *slog.Logger
 }
 
 // Emitter is one process's view of the run's event stream.
@@ -76,6 +80,11 @@ type Emitter struct {
 	outMu sync.Mutex
 	out   io.Writer
 	buf   []byte
+
+	termLog string
+	// kinds counts the events delivered, by kind, for the summary.
+	kindsMu sync.Mutex
+	kinds   map[eventsv1.EventKind]uint64
 }
 
 // New builds the sinks from AGENT_SINKS/AGENT_SELECT and, when a NATS URL
@@ -94,8 +103,10 @@ func New(opts Options) *Emitter {
 	e := &Emitter{
 		run: events.NewRun(opts.Env.Identity(), events.WithVendor(opts.Vendor),
 			events.WithStartSequence(opts.StartSequence)),
-		log: log,
-		out: out,
+		log:     log,
+		out:     out,
+		termLog: opts.TerminationLog,
+		kinds:   map[eventsv1.EventKind]uint64{},
 	}
 	if opts.Env.NATSURL != "" {
 		inflight := opts.MaxInFlight
@@ -174,6 +185,7 @@ func (e *Emitter) Event(ev *eventsv1.RunEvent) {
 //
 //nolint:contextcheck // Set.Deliver only queues and ignores its ctx (the Sink signature has one), so callers have no context to pass
 func (e *Emitter) Deliver(ev *eventsv1.RunEvent) {
+	e.count(ev)
 	_ = e.set.Deliver(context.Background(), ev) // drops are counted by the Set
 	if e.pub != nil {
 		e.pub.Publish(ev)
@@ -184,11 +196,21 @@ func (e *Emitter) Deliver(ev *eventsv1.RunEvent) {
 // sinks (which get the line once) and NATS (each event) without echoing
 // them; it never blocks.
 func (e *Emitter) DeliverLine(line []byte, evs []*eventsv1.RunEvent) {
+	e.count(evs...)
 	_ = e.set.DeliverLine(line, evs) // drops and refusals are counted and logged by the Set
 	if e.pub != nil {
 		for _, ev := range evs {
 			e.pub.Publish(ev)
 		}
+	}
+}
+
+// count adds evs to the summary's counts by kind.
+func (e *Emitter) count(evs ...*eventsv1.RunEvent) {
+	e.kindsMu.Lock()
+	defer e.kindsMu.Unlock()
+	for _, ev := range evs {
+		e.kinds[ev.GetKind()]++
 	}
 }
 
@@ -201,8 +223,9 @@ func (e *Emitter) WriteLine(b []byte) error {
 	return err
 }
 
-// Close flushes the sinks and the publisher, bounded by timeout, and
-// records the last sequence in seqFile when it is not empty.
+// Close flushes the sinks and the publisher, bounded by timeout, writes
+// the delivery summary to the termination log, and records the last
+// sequence in seqFile when it is not empty.
 func (e *Emitter) Close(timeout time.Duration, seqFile string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -210,25 +233,78 @@ func (e *Emitter) Close(timeout time.Duration, seqFile string) error {
 	if err := e.set.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	var sum runspec.Summary
 	if e.pub != nil {
 		if err := e.pub.Close(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		if st := e.pub.Stats(); st.Dropped > 0 || st.Reordered > 0 {
+		st := e.pub.Stats()
+		if st.Dropped > 0 || st.Reordered > 0 {
 			e.log.Warn("nats publishing lost or reordered events", "dropped", st.Dropped, "reordered", st.Reordered)
 		}
+		sum.NATSDropped = st.Dropped
 	}
 	for _, st := range e.set.Stats() {
 		if st.Dropped > 0 || st.Failed > 0 {
 			e.log.Warn("sink did not deliver every event", "sink", st.Name, "failed", st.Failed, "dropped", st.Dropped)
 		}
+		sum.SinkFailed += st.Failed
+		sum.SinkDropped += st.Dropped
 	}
+	// Both are closed: the counts are final.
+	e.writeSummary(sum)
 	if seqFile != "" {
 		if err := WriteSequence(seqFile, e.run.LastSequence()); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Summary returns the delivery summary so far, without the sinks' and
+// the publisher's losses, which Close adds once they are final.
+func (e *Emitter) Summary() runspec.Summary {
+	e.kindsMu.Lock()
+	defer e.kindsMu.Unlock()
+	var s runspec.Summary
+	for k, n := range e.kinds {
+		if s.Events == nil {
+			s.Events = map[string]uint64{}
+		}
+		s.Events[k.SubjectToken()] += n
+	}
+	return s
+}
+
+// writeSummary writes the run's delivery summary to the termination log,
+// where the kubelet finds it for the container's status: a run pod ends
+// before anything scrapes it, so the agent-controller counts these figures
+// when it reads the finished pod (docs/supervisor.md). The file is the
+// container runtime's: it is written only when it exists, so a supervisor
+// run by hand leaves nothing behind, and a failure costs the run nothing.
+func (e *Emitter) writeSummary(losses runspec.Summary) {
+	if e.termLog == "" {
+		return
+	}
+	s := e.Summary()
+	s.NATSDropped, s.SinkFailed, s.SinkDropped = losses.NATSDropped, losses.SinkFailed, losses.SinkDropped
+	raw, err := s.Encode()
+	if err != nil {
+		e.log.Debug("run summary not written", "path", e.termLog, "err", err)
+		return
+	}
+	f, err := os.OpenFile(e.termLog, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		e.log.Debug("run summary not written", "path", e.termLog, "err", err)
+		return
+	}
+	_, err = f.Write(raw)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		e.log.Debug("run summary not written", "path", e.termLog, "err", err)
+	}
 }
 
 // PublisherStats returns the NATS publisher's counters (zero without NATS).

@@ -52,10 +52,12 @@ type Options struct {
 	AgentDir string
 	// Chown is "uid:gid" to hand the volumes to after provisioning, when
 	// running as root; empty skips it.
-	Chown  string
-	Stdout io.Writer
-	Stderr io.Writer
-	Logger *slog.Logger
+	Chown string
+	// TerminationLog receives the init's delivery summary (emit.Options).
+	TerminationLog string
+	Stdout         io.Writer
+	Stderr         io.Writer
+	Logger         *slog.Logger
 }
 
 // failure is a step's error with its exit code and reason.
@@ -80,7 +82,7 @@ func Main(ctx context.Context, opts Options) int {
 	if specErr == nil {
 		vendor = plan.Vendor.Name()
 	}
-	em := emit.New(emit.Options{Env: opts.Env, Vendor: vendor, Stdout: opts.Stdout, Logger: log})
+	em := emit.New(emit.Options{Env: opts.Env, Vendor: vendor, Stdout: opts.Stdout, TerminationLog: opts.TerminationLog, Logger: log})
 	em.Lifecycle("init", "started", "", nil, "")
 	s := &steps{opts: opts, log: log, em: em, plan: plan}
 	var f *failure

@@ -75,8 +75,10 @@ type Options struct {
 	// Signals delivers SIGTERM/SIGINT sent to the supervisor.
 	Signals <-chan os.Signal
 	// Start is when the supervisor started; the deadline counts from it.
-	Start  time.Time
-	Logger *slog.Logger
+	Start time.Time
+	// TerminationLog receives the run's delivery summary (emit.Options).
+	TerminationLog string
+	Logger         *slog.Logger
 }
 
 // Main runs the CLI, or in a realtime run serves its session, and returns
@@ -124,7 +126,7 @@ type runner struct {
 func (r *runner) open(vendor string) {
 	seq := emit.ReadSequence(filepath.Join(r.opts.AgentDir, emit.SequenceFile))
 	r.em = emit.New(emit.Options{Env: r.opts.Env, Vendor: vendor, Stdout: r.opts.Stdout,
-		StartSequence: seq, Logger: r.log})
+		StartSequence: seq, TerminationLog: r.opts.TerminationLog, Logger: r.log})
 }
 
 // failEarly reports a failure before the CLI started.

@@ -7,6 +7,7 @@
 //	podprobe token              print a digest of the token, wait for it to change
 //	podprobe serve PORT         answer HTTP with the host name
 //	podprobe fetch URL [N]      GET URL until it answers N distinct bodies (default 1)
+//	podprobe terminate MESSAGE  write MESSAGE to /dev/termination-log
 package main
 
 import (
@@ -29,7 +30,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Println("usage: podprobe info|kube|token|serve|fetch")
+		fmt.Println("usage: podprobe info|kube|token|serve|fetch|terminate")
 		os.Exit(2)
 	}
 	var err error
@@ -44,6 +45,8 @@ func main() {
 		err = serve(os.Args[2])
 	case "fetch":
 		err = fetch(os.Args[2:])
+	case "terminate":
+		err = os.WriteFile("/dev/termination-log", []byte(os.Args[2]), 0o644)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
