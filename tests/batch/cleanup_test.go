@@ -64,12 +64,14 @@ func waitGone(t *testing.T, ns, name string) {
 // Cleanup: failed cleanups are retried and counted in
 // status.batchCleanupAttempts; after 5 the finalizer is removed anyway and
 // the provider object is left behind; each failed attempt also increments
-// controller_batch_cleanup_failures_total.
+// controller_batch_cleanup_failures_total, and the cleanup given up in
+// controller_batch_cleanups_given_up_total (the AgentBatchCleanupGivenUp
+// alert's input).
 func TestFiveFailedCleanupsGiveUp(t *testing.T) {
 	configureVendor(t, func(o *fakevendor.Options) { o.FailDeletes = true })
 	ns := namespace(t)
 	recipe(t, ns, "sticky", recipeOpts{})
-	failures := cleanupFailures(t)
+	failures, givenUp := counter(t, "controller_batch_cleanup_failures_total"), counter(t, "controller_batch_cleanups_given_up_total")
 	before := snapshotLive()
 	launch(t, ns, "a", "sticky", "")
 	a := waitFor(t, ns, "a", 90*time.Second, "cleanup given up", cleanedUp)
@@ -84,14 +86,17 @@ func TestFiveFailedCleanupsGiveUp(t *testing.T) {
 	if span := time.Since(a.Status.CompletedAt.Time); span < 3*time.Second {
 		t.Errorf("five attempts within %s of the result: the retries do not back off", span)
 	}
-	if got := cleanupFailures(t) - failures; got != agentsv1alpha1.MaxBatchCleanupAttempts {
+	if got := counter(t, "controller_batch_cleanup_failures_total") - failures; got != agentsv1alpha1.MaxBatchCleanupAttempts {
 		t.Errorf("controller_batch_cleanup_failures_total rose by %v, want %d", got, agentsv1alpha1.MaxBatchCleanupAttempts)
+	}
+	if got := counter(t, "controller_batch_cleanups_given_up_total") - givenUp; got != 1 {
+		t.Errorf("controller_batch_cleanups_given_up_total rose by %v, want 1", got)
 	}
 }
 
-// cleanupFailures sums controller_batch_cleanup_failures_total over the
-// replicas: every number is its own process's, and the leader may change.
-func cleanupFailures(t *testing.T) float64 {
+// counter sums the unlabelled counter name over the replicas: every
+// number is its own process's, and the leader may change.
+func counter(t *testing.T, name string) float64 {
 	t.Helper()
 	var sum float64
 	for _, addr := range replicaAddr {
@@ -101,7 +106,7 @@ func cleanupFailures(t *testing.T) float64 {
 		}
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "controller_batch_cleanup_failures_total "); ok {
+			if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 				f, _ := strconv.ParseFloat(v, 64)
 				sum += f
 			}

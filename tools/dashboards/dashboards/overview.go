@@ -117,8 +117,9 @@ func overview() board {
 					q(sumBy(rate("batch_poller_batches_finished_total", ""), "provider", "state"), "{{provider}} {{state}}"),
 				),
 				timeSeries("Batch cleanup failures", unitOpsPerSec,
-					"Failed attempts to cancel or delete a batch run's vendor batch when its Agent is deleted (controller_batch_cleanup_failures_total). Any steady rate means Agents held by their batch-cleanup finalizer and batches left at the vendor.",
+					"Failed attempts to cancel or delete a batch run's vendor batch when its Agent is deleted (controller_batch_cleanup_failures_total), and cleanups given up after the last attempt (controller_batch_cleanups_given_up_total). Any steady rate of failures means Agents held by their batch-cleanup finalizer; any cleanup given up is a batch left at the vendor (alert AgentBatchCleanupGivenUp).",
 					q(sumBy(rate("controller_batch_cleanup_failures_total", "")), "cleanup failures"),
+					q(sumBy(rate("controller_batch_cleanups_given_up_total", "")), "given up"),
 				),
 			}},
 			{title: "Realtime runs", panels: []cog.Builder[dashboard.Panel]{

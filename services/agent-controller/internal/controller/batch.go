@@ -202,6 +202,7 @@ func (c *Controller) cleanupBatch(ctx context.Context, key string, a *agentsv1al
 	c.storeIfNewer(patched)
 	c.record(decision.AgentRef(patched), decision.CleanupEvent(patched, next, giveUp, err.Error()))
 	if giveUp {
+		c.m.BatchCleanupGivenUp.Inc()
 		c.log.Warn("giving up batch cleanup; the provider object is left behind", "agent", key,
 			"batch", a.Status.BatchID, "provider", a.Status.BatchProvider, "attempts", next)
 		return c.removeFinalizer(ctx, patched)

@@ -27,8 +27,11 @@ type Metrics struct {
 	Resyncs          prometheus.Counter
 	WatchReconnects  prometheus.Counter
 	BatchCleanupFail prometheus.Counter
-	Reconciles       *prometheus.CounterVec
-	IsLeader         prometheus.Gauge
+	// BatchCleanupGivenUp counts the batch cleanups given up after the
+	// last attempt: each leaves a batch at its provider.
+	BatchCleanupGivenUp prometheus.Counter
+	Reconciles          *prometheus.CounterVec
+	IsLeader            prometheus.Gauge
 	// Undecodable counts, by kind, the stored objects the controller
 	// cannot decode and leaves out of its caches.
 	Undecodable *prometheus.GaugeVec
@@ -106,6 +109,10 @@ func New() *Metrics {
 		BatchCleanupFail: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "controller_batch_cleanup_failures_total", Help: "Failed attempts to delete a batch run's provider-side objects.",
 		}),
+		BatchCleanupGivenUp: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "controller_batch_cleanups_given_up_total",
+			Help: "Batch cleanups given up after the last failed attempt, each leaving a batch at its provider.",
+		}),
 		Reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "controller_reconciles_total", Help: "Reconciles by result (ok, conflict, error).",
 		}, []string{"result"}),
@@ -142,7 +149,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(wq.collectors()...)
 	m.Registry.MustRegister(m.Agents, m.RunsCompleted, m.RunDuration, m.RunQueue, m.RunFailures, m.Resyncs,
-		m.WatchReconnects, m.BatchCleanupFail, m.Reconciles, m.IsLeader, m.Undecodable,
+		m.WatchReconnects, m.BatchCleanupFail, m.BatchCleanupGivenUp, m.Reconciles, m.IsLeader, m.Undecodable,
 		m.RunsStarted, m.RunsFinished, m.StationActive, m.StationMax, m.RunEvents, m.RunEventsDropped, m.RunSinkFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series whose label values are a known few start at 0, so that rate()
