@@ -18,8 +18,27 @@ type instrumented struct {
 	name string
 }
 
+// The label values of the calls and ends instrument counts: a known few
+// per provider.
+var (
+	callOps      = []string{"submit", "poll", "cancel", "delete"}
+	callOutcomes = []string{"ok", "error"}
+	endStates    = []string{"succeeded", "failed"}
+)
+
+// instrument wraps a and starts its provider's series at zero, so that a
+// ratio such as errors over calls has a series before the first error.
 func instrument(a vendor.Adapter, m *metrics.Metrics) vendor.Adapter {
-	return &instrumented{a: a, m: m, name: vendor.ProviderName(a.Provider())}
+	name := vendor.ProviderName(a.Provider())
+	for _, op := range callOps {
+		for _, outcome := range callOutcomes {
+			m.VendorCalls.WithLabelValues(name, op, outcome)
+		}
+	}
+	for _, state := range endStates {
+		m.Finished.WithLabelValues(name, state)
+	}
+	return &instrumented{a: a, m: m, name: name}
 }
 
 func (i *instrumented) observe(op string, start time.Time, err error) {
