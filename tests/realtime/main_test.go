@@ -50,7 +50,14 @@ func TestMain(m *testing.M) {
 
 // run starts the suite's own processes and runs its tests.
 func run(ctx context.Context, m *testing.M) int {
-	if err := sharedKey(ctx); err != nil {
+	// Every test here runs a realtime pod on the node's 127.0.0.1:8090.
+	unlock, err := stack.LockRealtimePort()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "realtime: %v\n", err)
+		return 1
+	}
+	defer unlock()
+	if err = sharedKey(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "realtime: %v\n", err)
 		return 1
 	}
