@@ -81,8 +81,10 @@ var figures = []figure{
 	{"alerts firing", `count(ALERTS{alertstate="firing"}) or vector(0)`, count},
 }
 
-func count(v float64) string   { return fmt.Sprintf("%g", v) }
-func seconds(v float64) string { return (time.Duration(v * float64(time.Second))).Round(10 * time.Millisecond).String() }
+func count(v float64) string { return fmt.Sprintf("%g", v) }
+func seconds(v float64) string {
+	return (time.Duration(v * float64(time.Second))).Round(10 * time.Millisecond).String()
+}
 
 // showFigures waits for a scrape after the runs ended and prints figures
 // read back through Prometheus's query API.
