@@ -14,17 +14,12 @@ package observability
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/agentplane/agentplane/libs/realtime"
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/tests/internal/stack"
 	"github.com/agentplane/agentplane/tools/fakevendor"
@@ -75,7 +70,7 @@ func run(ctx context.Context, m *testing.M) (int, error) {
 		return 0, fmt.Errorf("fakevendor: %w", err)
 	}
 	defer func() { _ = vendor.Close() }()
-	if err := sharedKey(ctx); err != nil {
+	if err := stack.CreateRealtimeKey(ctx, env.Kube, platformNS); err != nil {
 		return 0, err
 	}
 	var procs []*stack.Process
@@ -105,22 +100,6 @@ func run(ctx context.Context, m *testing.M) (int, error) {
 		stack.DumpLog("prometheus", prom.log, 40)
 	}
 	return code, nil
-}
-
-// sharedKey creates the platform namespace and the realtime key Secret.
-func sharedKey(ctx context.Context) error {
-	if _, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: platformNS}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return err
-	}
-	_, err := env.Kube.CoreV1().Secrets(platformNS).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: realtime.KeySecretName, Namespace: platformNS},
-		Data:       map[string][]byte{realtime.KeySecretKey: key},
-	}, metav1.CreateOptions{})
-	return err
 }
 
 // startService starts the binary job of binDir with its metrics on a free

@@ -14,12 +14,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
@@ -101,7 +98,7 @@ func realtimeRun(t *testing.T, ns string) {
 	}
 	defer unlock()
 	station(t, ns, "chat", agentsv1alpha1.AgentDefinitionSpec{Model: "claude-opus-5-5", Prompt: "Say hello.", Execution: agentsv1alpha1.ExecutionRealtime})
-	allowed, stranger := caller(t, ns, "alice", true), caller(t, ns, "mallory", false)
+	allowed, stranger := runs.PromptCaller(t, env.Kube, ns, "alice", true), runs.PromptCaller(t, env.Kube, ns, "mallory", false)
 	launch(t, ns, "talk", "chat")
 	conn, err := grpc.NewClient(gatewayAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -128,34 +125,6 @@ func realtimeRun(t *testing.T, ns string) {
 	if a.Status.Phase != agentsv1alpha1.PhaseSucceeded {
 		t.Errorf("the realtime run ended %s: %s", a.Status.Phase, a.Status.FailureReason)
 	}
-}
-
-// caller returns the token of a ServiceAccount that may prompt the Agents
-// of ns (allowed) or has no RBAC at all.
-func caller(t *testing.T, ns, name string, allowed bool) string {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := env.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if allowed {
-		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{agentsv1alpha1.GroupVersion.Group}, Resources: []string{"agents/prompt"}, Verbs: []string{"create", "get"}}}}
-		bind := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}}}
-		for _, o := range []client.Object{role, bind} {
-			if err := env.Client.Create(ctx, o); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	tr, err := env.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr.Status.Token
 }
 
 func as(token string) context.Context {

@@ -9,17 +9,12 @@ package realtime
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/agentplane/agentplane/libs/realtime"
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/tests/internal/stack"
 )
@@ -57,7 +52,7 @@ func run(ctx context.Context, m *testing.M) int {
 		return 1
 	}
 	defer unlock()
-	if err = sharedKey(ctx); err != nil {
+	if err = stack.CreateRealtimeKey(ctx, env.Kube, platformNS); err != nil {
 		fmt.Fprintf(os.Stderr, "realtime: %v\n", err)
 		return 1
 	}
@@ -79,23 +74,6 @@ func run(ctx context.Context, m *testing.M) int {
 		}
 	}
 	return code
-}
-
-// sharedKey creates the platform namespace and the key Secret the
-// controller derives run tokens with and the gateway calls pods with.
-func sharedKey(ctx context.Context) error {
-	if _, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: platformNS}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return err
-	}
-	_, err := env.Kube.CoreV1().Secrets(platformNS).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: realtime.KeySecretName, Namespace: platformNS},
-		Data:       map[string][]byte{realtime.KeySecretKey: key},
-	}, metav1.CreateOptions{})
-	return err
 }
 
 // startProcess starts the binary name of binDir, logging to a file
