@@ -27,6 +27,7 @@ type query struct {
 
 // panel is the part of a Grafana panel the tests read. Rows nest panels.
 type panel struct {
+	ID      int      `json:"id"`
 	Title   string   `json:"title"`
 	Type    string   `json:"type"`
 	Panels  []panel  `json:"panels"`
@@ -63,7 +64,9 @@ func dashboardQueries(t *testing.T) []query {
 				walk(p.Panels)
 				for _, tg := range p.Targets {
 					if tg.Expr != "" {
-						name := d.UID + ": " + p.Title
+						// A dashboard may show one figure twice (a stat
+						// and its graph): the id tells them apart.
+						name := fmt.Sprintf("%s: %s (#%d)", d.UID, p.Title, p.ID)
 						out = append(out, query{where: name, panel: name, expr: tg.Expr})
 					}
 				}
