@@ -89,10 +89,13 @@ func seconds(v float64) string {
 // showFigures waits for a scrape after the runs ended and prints figures
 // read back through Prometheus's query API.
 func showFigures(ctx context.Context, api promv1.API) {
+	// The runs have ended: a scrape that starts from now on sees their
+	// last counts.
+	after := float64(time.Now().UnixMilli()) / 1000
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		v, _, _, err := api.Query(ctx, `timestamp(up{job="agent-controller"} == 1)`, time.Now())
-		if vec, ok := v.(model.Vector); err == nil && ok && len(vec) == 1 && float64(vec[0].Value) > float64(time.Now().Add(-time.Second).Unix()) {
+		if vec, ok := v.(model.Vector); err == nil && ok && len(vec) == 1 && float64(vec[0].Value) > after {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
