@@ -13,10 +13,15 @@ const (
 	LabelWorkspace = "omnia.altairalabs.ai/workspace"
 
 	// LabelType with the value LabelTypeCredentials marks a Secret that holds
-	// Provider credentials; the AgentRuntime controller watches only those.
+	// Provider credentials. It is an opt-in: the controllers see no other
+	// Secret of a tenant, so a Provider's secretRef or
+	// auth.credentialsSecretRef must name a Secret carrying it.
 	LabelType = "omnia.altairalabs.ai/type"
 	// LabelTypeCredentials is the LabelType value of credential Secrets.
 	LabelTypeCredentials = "credentials"
+	// LabelTypeOIDCJWKS is the LabelType value of the OIDC key-set mirrors
+	// the AgentRuntime controller writes.
+	LabelTypeOIDCJWKS = "oidc-jwks"
 
 	// LabelComponent tells which part of an agent an object belongs to;
 	// agent pods carry ComponentAgent.

@@ -33,6 +33,9 @@ type config struct {
 	RuntimePullPolicy corev1.PullPolicy
 	// ProbeCredentials probes Provider API keys with the vendor.
 	ProbeCredentials bool
+	// ProbeOverHTTP lets the probe use plain http to loopback and
+	// cluster-local hosts.
+	ProbeOverHTTP bool
 	// PrometheusURL is the Prometheus HTTP API rollout analysis queries;
 	// empty when there is none.
 	PrometheusURL string
@@ -58,6 +61,7 @@ func newFlagSet(getenv func(string) string) (*service.FlagSet, *config) {
 	fs.StringVar(&c.runtimeCommand, "runtime-command", "", "comma-separated command of the runtime container; the image's entrypoint when empty")
 	fs.StringVar(&c.pullPolicy, "runtime-image-pull-policy", string(corev1.PullIfNotPresent), "pull policy of the runtime container: Always, IfNotPresent or Never")
 	fs.BoolVar(&c.ProbeCredentials, "provider-credential-probe", true, "probe Provider API keys with the vendor (openai, claude, gemini)")
+	fs.BoolVar(&c.ProbeOverHTTP, "provider-probe-allow-http", false, "let the credential probe send a key over plain http, to loopback and cluster-local (*.svc) hosts only; otherwise only over https")
 	fs.StringVar(&c.PrometheusURL, "prometheus-url", "", "Prometheus HTTP API address that rollout analysis steps query; without it analysis steps hold")
 	fs.Check(c.validate)
 	return fs, c

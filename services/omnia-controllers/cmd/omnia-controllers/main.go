@@ -29,6 +29,7 @@ import (
 	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/agentruntime"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/metrics"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/promptpack"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/provider"
@@ -86,7 +87,7 @@ func run(ctx context.Context, cfg *config, restCfg *rest.Config) error {
 		return err
 	}
 	timeout := cfg.ShutdownTimeout
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
@@ -103,7 +104,9 @@ func run(ctx context.Context, cfg *config, restCfg *rest.Config) error {
 		// Controller names are unique per process; tests start the manager
 		// more than once in one process.
 		Controller: ctrlconfig.Controller{SkipNameValidation: &cfg.repeatedInProcess},
-	})
+	}
+	kubeutil.ApplyCacheOptions(&opts)
+	mgr, err := ctrl.NewManager(restCfg, opts)
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
@@ -131,7 +134,7 @@ func run(ctx context.Context, cfg *config, restCfg *rest.Config) error {
 			return (&workspace.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("workspace-controller")}).SetupWithManager(mgr, nil)
 		}},
 		{provider.ControllerName, func() error {
-			return (&provider.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("provider-controller"), ProbeCredentials: cfg.ProbeCredentials}).SetupWithManager(mgr, nil)
+			return (&provider.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("provider-controller"), ProbeCredentials: cfg.ProbeCredentials, ProbeOverHTTP: cfg.ProbeOverHTTP}).SetupWithManager(mgr, nil)
 		}},
 		{agentruntime.ControllerName, func() error {
 			r := &agentruntime.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("agentruntime-controller"),

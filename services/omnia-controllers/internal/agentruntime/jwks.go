@@ -59,8 +59,11 @@ func buildJWKSSecret(a *omniav1.AgentRuntime, jwks []byte, at time.Time) *corev1
 			Namespace: a.Namespace,
 			Labels: map[string]string{
 				omniav1.LabelCredentialKind: omniav1.CredentialKindOIDCJWKS,
-				LabelInstance:               a.Name,
-				LabelManagedBy:              ManagedBy,
+				// Without it the controllers' cache would not hold the
+				// mirror (kubeutil.SecretSelector).
+				omniav1.LabelType: omniav1.LabelTypeOIDCJWKS,
+				LabelInstance:     a.Name,
+				LabelManagedBy:    ManagedBy,
 			},
 			Annotations: map[string]string{omniav1.AnnotationOIDCJWKSFetchedAt: at.UTC().Format(time.RFC3339)},
 		},

@@ -37,7 +37,7 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 	ctx := context.Background()
 	c := ctrltest.StartManager(t, env) // cache and indexes only
 	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "llm-key", Namespace: ns}, Data: map[string][]byte{"api-key": []byte("k")}}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "llm-key", Namespace: ns, Labels: map[string]string{omniav1.LabelType: omniav1.LabelTypeCredentials}}, Data: map[string][]byte{"api-key": []byte("k")}}
 	prov := mockProvider(ns, "llm")
 	prov.Spec.Credential = &omniav1.CredentialConfig{SecretRef: &omniav1.SecretKeyRef{Name: "llm-key"}}
 	tr := &omniav1.ToolRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tools", Namespace: ns}, Spec: omniav1.ToolRegistrySpec{Handlers: []omniav1.HandlerDefinition{{

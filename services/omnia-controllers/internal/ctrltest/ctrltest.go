@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
 )
 
 // quietLogs silences controller-runtime once per test binary: the tests
@@ -36,12 +37,15 @@ type Setup func(mgr ctrl.Manager) error
 func StartManager(t testing.TB, env *testenv.Env, setups ...Setup) client.Client {
 	t.Helper()
 	quietLogs.Do(func() { ctrl.SetLogger(logr.Discard()) })
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlConfig(),
-	})
+	}
+	// The cache is limited as in the binary, so the tests see what it sees.
+	kubeutil.ApplyCacheOptions(&opts)
+	mgr, err := ctrl.NewManager(env.Config, opts)
 	if err != nil {
 		t.Fatalf("new manager: %v", err)
 	}

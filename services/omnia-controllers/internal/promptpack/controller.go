@@ -143,7 +143,9 @@ func (r *Reconciler) snapshot(ctx context.Context, pack *omniav1.PromptPack) (Sn
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
 	packs := func() client.ObjectList { return &omniav1.PromptPackList{} }
 	b := kubeutil.Controller{Name: ControllerName, For: &omniav1.PromptPack{}, Workers: 1}.Builder(mgr).
-		Watches(&corev1.ConfigMap{}, kubeutil.EnqueueByIndex(r.Client, packs, index.ConfigMapRef)).
+		// Metadata only: the cache never holds a ConfigMap's data
+		// (kubeutil.ApplyCacheOptions); a pass reads its one ConfigMap live.
+		WatchesMetadata(&corev1.ConfigMap{}, kubeutil.EnqueueByIndex(r.Client, packs, index.ConfigMapRef)).
 		Watches(&omniav1.PromptPack{}, handler.EnqueueRequestsFromMapFunc(r.olderSiblings),
 			builder.WithPredicates(PhaseChanged())).
 		Watches(&omniav1.AgentRuntime{}, handler.EnqueueRequestsFromMapFunc(r.packsForAgent),

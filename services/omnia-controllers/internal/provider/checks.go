@@ -193,7 +193,7 @@ func (pc *probeCache) ProbeCredential(ctx context.Context, c *http.Client, spec 
 	if req == nil {
 		return ProbeResult{Verdict: ProbeUnsupported}
 	}
-	resp, err := c.Do(req)
+	resp, err := noRedirects(c).Do(req)
 	if err != nil {
 		return ProbeResult{Verdict: ProbeError, Detail: "transport error"}
 	}
@@ -204,4 +204,14 @@ func (pc *probeCache) ProbeCredential(ctx context.Context, c *http.Client, spec 
 		lru.Add(provider, cachedProbe{fingerprint: fingerprint, res: res, at: now}, probeCacheTTL)
 	}
 	return res
+}
+
+// noRedirects is c made never to follow a redirect: Go's client carries a
+// request's custom headers (x-api-key, x-goog-api-key) to the redirect's
+// target, so a vendor address that answers 3xx would hand the key to
+// whatever host it names. A 3xx is then judged as the answer (ProbeError).
+func noRedirects(c *http.Client) *http.Client {
+	cp := *c
+	cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &cp
 }

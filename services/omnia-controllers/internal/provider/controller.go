@@ -35,6 +35,9 @@ type Reconciler struct {
 	HTTP *http.Client
 	// ProbeCredentials turns the vendor credential probe on.
 	ProbeCredentials bool
+	// ProbeOverHTTP lets the probe use plain http to loopback and
+	// cluster-local hosts; otherwise it goes only over https.
+	ProbeOverHTTP bool
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
@@ -79,9 +82,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if r.ProbeCredentials && s.CredentialSecret != nil && (s.Health == nil || s.Health.Err == nil) {
 		if key, value, ok := CredentialValue(&p.Spec, s.CredentialSecret); ok && !IsPlaceholder(value) {
-			fingerprint := fmt.Sprintf("%s@%s|%s", s.CredentialSecret.Name, s.CredentialSecret.ResourceVersion, key)
-			res := r.probes.ProbeCredential(ctx, hc, &p.Spec, value, req.String(), fingerprint, now())
-			s.Probe = &res
+			if err := checkProbeURL(baseURL(&p.Spec), r.ProbeOverHTTP); err != nil {
+				s.Probe = &ProbeResult{Verdict: ProbeRefused, Detail: err.Error()}
+			} else {
+				fingerprint := fmt.Sprintf("%s@%s|%s", s.CredentialSecret.Name, s.CredentialSecret.ResourceVersion, key)
+				res := r.probes.ProbeCredential(ctx, hc, &p.Spec, value, req.String(), fingerprint, now())
+				s.Probe = &res
+			}
 		}
 	}
 	d := Decide(s)

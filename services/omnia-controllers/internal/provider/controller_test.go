@@ -30,7 +30,7 @@ const wait = 30 * time.Second
 func start(t *testing.T) {
 	t.Helper()
 	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("provider-controller"), ProbeCredentials: true}
+		r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("provider-controller"), ProbeCredentials: true, ProbeOverHTTP: true}
 		return r.SetupWithManager(mgr, nil)
 	})
 }
@@ -127,7 +127,7 @@ func TestCredentialSecretFlow(t *testing.T) {
 	ctrltest.Eventually(t, wait, phaseIs(ns, omniav1.ProviderPhaseError, omniav1.ConditionSecretFound, omniav1.ReasonSecretNotFound))
 
 	start(t)
-	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "openai", Namespace: ns}, Data: map[string][]byte{"OPENAI_API_KEY": []byte("sk-good")}}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "openai", Namespace: ns, Labels: map[string]string{omniav1.LabelType: omniav1.LabelTypeCredentials}}, Data: map[string][]byte{"OPENAI_API_KEY": []byte("sk-good")}}
 	if err := env.Client.Create(ctx, sec); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestDeletedProviderVerdictDropped(t *testing.T) {
 		_, _ = w.Write([]byte(`{"data":[]}`))
 	}))
 	defer vendor.Close()
-	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "openai", Namespace: ns}, Data: map[string][]byte{"OPENAI_API_KEY": []byte("sk-good")}}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "openai", Namespace: ns, Labels: map[string]string{omniav1.LabelType: omniav1.LabelTypeCredentials}}, Data: map[string][]byte{"OPENAI_API_KEY": []byte("sk-good")}}
 	newProvider := func() *omniav1.Provider {
 		return &omniav1.Provider{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
 			Spec: omniav1.ProviderSpec{Type: omniav1.ProviderTypeOpenAI, Model: "gpt-4o", BaseURL: vendor.URL,
@@ -182,7 +182,7 @@ func TestDeletedProviderVerdictDropped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := &Reconciler{Client: env.Client, ProbeCredentials: true}
+	r := &Reconciler{Client: env.Client, ProbeCredentials: true, ProbeOverHTTP: true}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "p"}}
 	for i := 0; i < 2; i++ {
 		if _, err := r.Reconcile(ctx, req); err != nil {

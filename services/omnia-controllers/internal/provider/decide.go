@@ -53,6 +53,9 @@ const (
 	ProbeAccepted
 	// ProbeRejected: 401, 403 or a 400 naming an invalid key.
 	ProbeRejected
+	// ProbeRefused: the probe was not sent, because the address is not
+	// one a key may be sent to (checkProbeURL); Detail says why.
+	ProbeRefused
 	// ProbeError: any other status or a transport error; says nothing
 	// about the credential.
 	ProbeError
@@ -307,6 +310,8 @@ func (d *decider) credentialValid() {
 		msg := "the vendor rejected the key: " + pr.Detail
 		changed := d.Set(omniav1.ConditionCredentialValid, metav1.ConditionFalse, omniav1.ReasonCredentialRejected, msg)
 		d.WarnOn(changed, omniav1.EventCredentialInvalid, msg)
+	case ProbeRefused:
+		d.Set(omniav1.ConditionCredentialValid, metav1.ConditionUnknown, omniav1.ReasonCredentialProbeRefused, "the key was not sent: "+pr.Detail)
 	default:
 		d.Set(omniav1.ConditionCredentialValid, metav1.ConditionUnknown, omniav1.ReasonCredentialValidationError, "could not check the key: "+pr.Detail)
 	}

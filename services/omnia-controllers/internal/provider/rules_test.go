@@ -23,7 +23,7 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
 	c := ctrltest.StartManager(t, env) // cache only
-	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "key", Namespace: ns}, Data: map[string][]byte{"api-key": []byte("k")}}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "key", Namespace: ns, Labels: map[string]string{omniav1.LabelType: omniav1.LabelTypeCredentials}}, Data: map[string][]byte{"api-key": []byte("k")}}
 	if err := env.Client.Create(ctx, sec); err != nil {
 		t.Fatal(err)
 	}

@@ -62,6 +62,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
 	sources := func() client.ObjectList { return &omniav1.SkillSourceList{} }
 	b := kubeutil.Controller{Name: ControllerName, For: &omniav1.SkillSource{}, SpecOnly: true, Workers: 3}.Builder(mgr).
-		Watches(&corev1.ConfigMap{}, kubeutil.EnqueueByIndex(r.Client, sources, index.SkillSourceConfigMap))
+		WatchesMetadata(&corev1.ConfigMap{}, kubeutil.EnqueueByIndex(r.Client, sources, index.SkillSourceConfigMap))
 	return kubeutil.Complete(b, r, rec)
 }

@@ -1,0 +1,61 @@
+package kubeutil
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+)
+
+// SecretSelector selects the only Secrets the controllers may see: those
+// that opted in to Provider use (omnia.altairalabs.ai/type=credentials)
+// and the OIDC key-set mirrors the controllers write themselves. A Secret
+// without the label is invisible to every controller, so a Provider cannot
+// make the controllers read it, probe a vendor with it, or hand it to an
+// agent (docs/security.md).
+func SecretSelector() labels.Selector {
+	req, err := labels.NewRequirement(omniav1.LabelType, selection.In,
+		[]string{omniav1.LabelTypeCredentials, omniav1.LabelTypeOIDCJWKS})
+	if err != nil {
+		// The values are constants that are valid label values.
+		panic(err)
+	}
+	return labels.NewSelector().Add(*req)
+}
+
+// ApplyCacheOptions limits what the manager's cache holds to what the
+// controllers need. Secrets: only those SecretSelector selects. ConfigMaps:
+// never cached whole; the controllers watch their metadata only (see
+// WatchesMetadata in the PromptPack and SkillSource controllers) and read
+// the one ConfigMap a pass needs from the API server, so a tenant's
+// ConfigMaps never sit in this process's memory. Managed fields, and the
+// annotations of metadata-only objects (kubectl's last-applied annotation
+// repeats a ConfigMap's data), are dropped from everything cached.
+func ApplyCacheOptions(o *ctrl.Options) {
+	if o.Cache.ByObject == nil {
+		o.Cache.ByObject = map[client.Object]cache.ByObject{}
+	}
+	o.Cache.ByObject[&corev1.Secret{}] = cache.ByObject{Label: SecretSelector()}
+	o.Cache.DefaultTransform = stripCached
+	if o.Client.Cache == nil {
+		o.Client.Cache = &client.CacheOptions{}
+	}
+	o.Client.Cache.DisableFor = append(o.Client.Cache.DisableFor, &corev1.ConfigMap{})
+}
+
+// stripCached drops what no controller reads from an object before the
+// cache stores it.
+func stripCached(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	if p, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		p.Annotations = nil
+	}
+	return obj, nil
+}
