@@ -109,7 +109,12 @@ generate-api: ## Regenerate deepcopy functions and CRD YAML with controller-gen.
 	go run sigs.k8s.io/controller-tools/cmd/controller-gen crd:generateEmbeddedObjectMeta=true paths=./libs/api/... output:crd:artifacts:config=deploy/crds
 	@# The Station's pod template carries Kubernetes' full schema; its upstream
 	@# descriptions alone would pass kubectl apply's 256 KiB annotation limit.
-	go run ./tools/crdtrim deploy/crds/agents.re-cinq.com_stations.yaml spec.template
+	@# The lists its CEL rules walk are capped, or admission prices the rules
+	@# past its cost budget (libs/api/agents/v1alpha1/station_types.go).
+	go run ./tools/crdtrim deploy/crds/agents.re-cinq.com_stations.yaml spec.template \
+	  spec.template.spec.containers=64 spec.template.spec.initContainers=64 \
+	  'spec.template.spec.containers[].ports=128' 'spec.template.spec.initContainers[].ports=128' \
+	  spec.template.spec.volumes=256 'spec.template.spec.volumes[].projected.sources=64'
 
 .PHONY: generate-proto
 generate-proto: $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate protobuf Go code with buf.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentplane/agentplane/libs/realtime"
 	"github.com/agentplane/agentplane/libs/sinks"
 )
 
@@ -205,9 +206,13 @@ func (e Env) Vars() []Var {
 
 // Reserved lists every name the controller owns in a run's environment. A
 // recipe's env or secrets entry with one of these names is dropped, so a
-// recipe can never redirect a run's sinks, identity or workspace.
-// EnvExitGraceMS is not among them: the controller leaves it unset, and a
-// recipe whose CLI needs longer to shut down may set it.
+// recipe can never redirect a run's sinks, identity or workspace. The
+// realtime session's token file and listen address are among them although
+// the controller does not write them: a recipe that set them could hand the
+// session a token of its choosing, or move the session off the port the
+// gateway calls. EnvExitGraceMS and realtime.EnvIdleSeconds are not: the
+// controller leaves them unset, and a recipe whose CLI needs longer to
+// shut down, or whose sessions wait longer between prompts, may set them.
 func Reserved() []string {
 	return []string{
 		sinks.EnvSinks, sinks.EnvSelect, EnvRepos, EnvSkills, EnvSkillsSource,
@@ -215,6 +220,7 @@ func Reserved() []string {
 		EnvDeadlineMS, EnvWatch, EnvWorkspaceDir, EnvParameters, EnvTargetRepo, EnvBranchName,
 		EnvModel, EnvAgentName, EnvAgentNamespace, EnvAgentUID, EnvStationName, EnvTaskID, EnvExecution,
 		EnvName, EnvNATSURL, EnvPodName, EnvPodNamespace, EnvHome, EnvPath,
+		realtime.EnvTokenFile, realtime.EnvAddr,
 	}
 }
 

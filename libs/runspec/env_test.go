@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentplane/agentplane/libs/realtime"
 )
 
 // lookup is what the supervisor's getenv sees in a pod whose environment is
@@ -115,6 +117,10 @@ func TestVarsRules(t *testing.T) {
 		{"the downward API names are reserved but not written", func() bool {
 			return slices.Contains(reserved, EnvPodName) && slices.Contains(reserved, EnvPodNamespace) &&
 				!slices.Contains(names, EnvPodName) && !slices.Contains(names, EnvPodNamespace)
+		}},
+		{"the realtime session's token file and address are reserved, so a recipe cannot swap the run's token", func() bool {
+			return slices.Contains(reserved, realtime.EnvTokenFile) && slices.Contains(reserved, realtime.EnvAddr) &&
+				!slices.Contains(reserved, realtime.EnvIdleSeconds)
 		}},
 		{"the deadline is written in milliseconds", func() bool { return lookup(vars)(EnvDeadlineMS) == "60000" }},
 		{"PATH starts with the bundle under HOME", func() bool {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -21,6 +22,7 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/events"
+	"github.com/agentplane/agentplane/libs/grpcauth"
 	"github.com/agentplane/agentplane/libs/service"
 	batchpb "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/config"
@@ -91,11 +93,12 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		Reconcile: decision.Config{
 			MaxOutputBytes: cfg.MaxOutputBytes, RealtimeEnabled: cfg.RealtimeEnabled,
 			BatchEnabled: cfg.BatchEnabled, BatchPoll: cfg.BatchPoll, BatchTimeoutUnit: cfg.BatchTimeoutUnit,
-			Job: jobbuild.Config{SupervisorImage: cfg.SupervisorImage, SupervisorPath: cfg.SupervisorPath, NATSURL: cfg.NATSURL},
+			Job: jobbuild.Config{SupervisorImage: cfg.SupervisorImage, SupervisorPath: cfg.SupervisorPath, NATSURL: cfg.NATSURL,
+				PodSecurityLevel: cfg.PodSecurityLevel},
 		},
 	}
 	if cfg.BatchEnabled {
-		conn, err := grpc.NewClient(cfg.BatchPollerAddress, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(cfg.BatchPollerAddress, batchPollerDialOptions(cfg, kube, log)...)
 		if err != nil {
 			return fmt.Errorf("batch-poller client for %s: %w", cfg.BatchPollerAddress, err)
 		}
@@ -157,4 +160,30 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
 		Log: log, OnLeading: lead, State: state, Metrics: m,
 	})
+}
+
+// batchPollerTokenLifetime is the life of a token requested for
+// batch-poller: an hour, as a projected one; it is renewed at 80%.
+const batchPollerTokenLifetime = time.Hour
+
+// batchPollerDialOptions are the options of the batch-poller client: a
+// plaintext channel (NetworkPolicy keeps it between the two pods,
+// docs/security.md) carrying agent-controller's ServiceAccount token on
+// every call, from the projected token file in a pod or from the
+// TokenRequest API outside one. Without either, batch-poller refuses
+// every call, which the log says at start.
+func batchPollerDialOptions(cfg *config.Config, kube kubernetes.Interface, log *slog.Logger) []grpc.DialOption {
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	switch {
+	case cfg.BatchPollerTokenFile != "":
+		opts = append(opts, grpc.WithPerRPCCredentials(grpcauth.NewFileToken(cfg.BatchPollerTokenFile)))
+	case cfg.BatchPollerServiceAccount != "":
+		// Checked by the config already.
+		ns, name, _ := grpcauth.ParseServiceAccount(cfg.BatchPollerServiceAccount)
+		opts = append(opts, grpc.WithPerRPCCredentials(
+			grpcauth.NewRequestedToken(kube, ns, name, cfg.BatchPollerTokenAudience, batchPollerTokenLifetime)))
+	default:
+		log.Warn("no token for batch-poller: it refuses every call (set --batch-poller-token-file or --batch-poller-service-account)")
+	}
+	return opts
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/agentplane/agentplane/libs/events"
+	"github.com/agentplane/agentplane/libs/grpcauth"
 	"github.com/agentplane/agentplane/libs/service"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 
@@ -30,6 +31,11 @@ import (
 )
 
 func main() { service.Main(config.Name, config.Parse, run) }
+
+// authCacheTTL is how long an accepted caller token is remembered: a
+// controller polling many runs costs one TokenReview per half minute, and
+// a revoked token is refused within that time.
+const authCacheTTL = 30 * time.Second
 
 // syncWait bounds the wait for the first list of agent-secrets Secrets;
 // past it the process keeps serving and stays unready, and the kubelet's
@@ -45,7 +51,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("clientset: %w", err)
 	}
-	src := keys.New(kube)
+	src := keys.New(kube, cfg.SecretNamespaces...)
 	src.Start(ctx)
 
 	var publish func(*eventsv1.RunEvent) error
@@ -73,7 +79,11 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		Period: cfg.PollPeriod, Concurrency: cfg.PollConcurrency, Publish: publish,
 		DefaultKeyName: keys.DefaultKeyName, Metrics: m, Log: log,
 	})
-	g, err := server.NewGRPC(log, m.Registry, server.NewService(t))
+	guard := grpcauth.Guard{
+		Authn:     grpcauth.NewAuthenticator(kube, grpcauth.Options{TTL: authCacheTTL, Audiences: []string{cfg.TokenAudience}}),
+		Authorize: grpcauth.AllowUsers(cfg.AllowedCallers...),
+	}
+	g, err := server.NewGRPC(log, m.Registry, server.NewService(t), guard)
 	if err != nil {
 		return err
 	}
@@ -105,6 +115,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 
 	log.Info("batch-poller starting", "version", service.Version().Version, "grpc", g.Addr().String(),
 		"metrics", cfg.MetricsBindAddress, "health", cfg.HealthProbeBindAddress,
-		"pollPeriod", cfg.PollPeriod.String(), "nats", cfg.NATSURL != "")
+		"pollPeriod", cfg.PollPeriod.String(), "nats", cfg.NATSURL != "",
+		"allowedCallers", cfg.AllowedCallers, "tokenAudience", cfg.TokenAudience, "secretNamespaces", cfg.SecretNamespaces)
 	return g.Serve(ctx, cfg.ShutdownTimeout)
 }

@@ -12,13 +12,16 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/agentplane/agentplane/libs/events"
 	"github.com/agentplane/agentplane/libs/events/eventstest"
+	"github.com/agentplane/agentplane/libs/grpcauth"
 	"github.com/agentplane/agentplane/libs/testenv"
 	batchv1 "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
@@ -33,8 +36,9 @@ var env *testenv.Env
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env, testenv.Options{})) }
 
 // TestServiceStartsFromFlagsServesAndStopsOnSignal runs the service as main
-// wires it: flags, kubeconfig, NATS, fakevendor base URLs, and the
-// metrics and probe listeners apart.
+// wires it: flags, kubeconfig, NATS, fakevendor base URLs, the metrics and
+// probe listeners apart, and the callers: gRPC health answers anyone, and
+// BatchService the allowed ServiceAccount with a token for the audience.
 func TestServiceStartsFromFlagsServesAndStopsOnSignal(t *testing.T) {
 	ns := env.Namespace(t)
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent-secrets"}, StringData: map[string]string{"ANTHROPIC_API_KEY": "k"}}
@@ -55,10 +59,16 @@ func TestServiceStartsFromFlagsServesAndStopsOnSignal(t *testing.T) {
 	if _, err := events.SubscribeBatchNotices(nsrv.Connect(), ns, "", func(ev *eventsv1.RunEvent) { got <- ev }); err != nil {
 		t.Fatal(err)
 	}
+	ctl := env.Namespace(t)
+	if _, err := env.Kube.CoreV1().ServiceAccounts(ctl).Create(t.Context(),
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "agent-controller"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	grpcAddr, metricsAddr, healthAddr := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
 	cfg, err := config.Parse([]string{"--grpc-bind-address", grpcAddr, "--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", healthAddr, "--kubeconfig", kcPath,
-		"--nats-url", nsrv.URL(), "--anthropic-base-url", base, "--shutdown-timeout", "2s"},
+		"--nats-url", nsrv.URL(), "--anthropic-base-url", base, "--shutdown-timeout", "2s",
+		"--allowed-callers", grpcauth.ServiceAccountUsername(ctl, "agent-controller"), "--secret-namespaces", ns},
 		func(k string) string { return map[string]string{"BATCH_POLL_SECONDS": "0.1"}[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +105,16 @@ func TestServiceStartsFromFlagsServesAndStopsOnSignal(t *testing.T) {
 		t.Errorf("metrics lack agentplane_build_info:\n%s", body)
 	}
 
-	c := batchv1.NewBatchServiceClient(conn)
+	if _, err := batchv1.NewBatchServiceClient(conn).Get(t.Context(), &batchv1.GetRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("a call without a token: err = %v, want Unauthenticated", err)
+	}
+	authed, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(grpcauth.NewRequestedToken(env.Kube, ctl, "agent-controller", config.DefaultTokenAudience, time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = authed.Close() }()
+	c := batchv1.NewBatchServiceClient(authed)
 	run := &batchv1.Run{Namespace: ns, Agent: "a1", Uid: "uid-main"}
 	var sub *batchv1.SubmitResponse
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {

@@ -35,10 +35,17 @@ type liveGateway struct {
 // given shutdown timeout; the test's end stops it.
 func startGateway(t *testing.T, shutdownTimeout time.Duration) *liveGateway {
 	t.Helper()
+	return startGatewayWith(t, shutdownTimeout)
+}
+
+// startGatewayWith is startGateway with more flags; its client is
+// plaintext, so a gateway serving TLS needs one of its own.
+func startGatewayWith(t *testing.T, shutdownTimeout time.Duration, flags ...string) *liveGateway {
+	t.Helper()
 	rc := platform(t)
-	cfg, err := config.Parse([]string{"--shutdown-timeout=" + shutdownTimeout.String(), "--key-secret-namespace=" + gwNamespace,
+	cfg, err := config.Parse(append([]string{"--shutdown-timeout=" + shutdownTimeout.String(), "--key-secret-namespace=" + gwNamespace,
 		"--dial-timeout=3s", "--grpc-bind-address=127.0.0.1:0", "--metrics-bind-address=127.0.0.1:0",
-		"--health-probe-bind-address=127.0.0.1:0"}, func(string) string { return "" }, io.Discard)
+		"--health-probe-bind-address=127.0.0.1:0"}, flags...), func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

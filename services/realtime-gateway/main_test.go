@@ -23,6 +23,7 @@ import (
 	"github.com/agentplane/agentplane/libs/realtime"
 	"github.com/agentplane/agentplane/libs/testbin"
 	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/services/realtime-gateway/internal/config"
 )
 
 var (
@@ -141,18 +142,20 @@ func installPlatform() (*rest.Config, error) {
 	return &rest.Config{Host: env.Config.Host, BearerToken: tok, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}, QPS: 100, Burst: 200}, nil
 }
 
-// saToken issues a token of ServiceAccount namespace/name, as a pod of it
-// would hold.
-func saToken(ctx context.Context, namespace, name string) (string, error) {
+// saToken issues a token of ServiceAccount namespace/name for audiences
+// (none: the apiserver's own, a plain API token), as a pod of it would
+// hold.
+func saToken(ctx context.Context, namespace, name string, audiences ...string) (string, error) {
 	tr, err := env.Kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
-		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600), Audiences: audiences}}, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("token of %s/%s: %w", namespace, name, err)
 	}
 	return tr.Status.Token, nil
 }
 
-// caller creates ServiceAccount name in ns and returns its token; with
+// caller creates ServiceAccount name in ns and returns its token for the
+// gateway's audience, as agentctl --service-account requests it; with
 // verbs it is also granted those verbs on agents/prompt there, through the
 // Role docs/realtime-gateway.md shows.
 func caller(t *testing.T, ns, name string, verbs ...string) string {
@@ -177,7 +180,7 @@ func caller(t *testing.T, ns, name string, verbs ...string) string {
 			t.Fatal(err)
 		}
 	}
-	tok, err := saToken(ctx, ns, name)
+	tok, err := saToken(ctx, ns, name, config.DefaultTokenAudience)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,10 @@ func TestEachRoutingCaseHasItsCodeAndMessage(t *testing.T) {
 	jobRun.podAt("127.0.0.1:1", false)
 	jobRun.setPhase(agentsv1alpha1.PhaseRunning)
 	noPod := newAgent(t, ns, "no-pod")
+	noPod.runJob()
 	noPod.setPhase(agentsv1alpha1.PhaseRunning)
+	noJob := newAgent(t, ns, "no-job")
+	noJob.setPhase(agentsv1alpha1.PhaseRunning)
 	gone := newAgent(t, ns, "gone")
 	gone.podAt(closedPort(t), true)
 	gone.setPhase(agentsv1alpha1.PhaseRunning)
@@ -95,6 +98,12 @@ func TestEachRoutingCaseHasItsCodeAndMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	impostor.setPhase(agentsv1alpha1.PhaseRunning)
+	// A Job of the run's name that someone created before the controller
+	// did, with a Ready pod it controls: the Agent does not control it.
+	forged := newAgent(t, ns, "forged")
+	forged.jobControlledBy(nil)
+	forged.podAt("127.0.0.1:1", true)
+	forged.setPhase(agentsv1alpha1.PhaseRunning)
 
 	g := startGateway(t, 30*time.Second)
 	for _, tc := range []struct {
@@ -108,8 +117,10 @@ func TestEachRoutingCaseHasItsCodeAndMessage(t *testing.T) {
 		{"a Failed Agent's session has ended", "failed", "hi", codes.FailedPrecondition, "has finished (phase Failed): the session has ended"},
 		{"a Job run is not a realtime run", "job-run", "hi", codes.FailedPrecondition, "is not a realtime run"},
 		{"a Running Agent without a pod is unavailable", "no-pod", "hi", codes.Unavailable, "has no pod yet"},
+		{"a Running Agent whose Job does not exist is unavailable", "no-job", "hi", codes.Unavailable, "its Job agent-job-no-job does not exist"},
 		{"a pod that does not answer is unreachable", "gone", "hi", codes.Unavailable, "unreachable"},
-		{"a pod the Job does not control is ignored", "impostor", "hi", codes.Unavailable, "has no pod yet"},
+		{"a pod the Job does not control is never the run's", "impostor", "hi", codes.FailedPrecondition, "none is controlled by it"},
+		{"a Job the Agent does not control is never the run's", "forged", "hi", codes.FailedPrecondition, "is not controlled by this Agent"},
 		{"empty text is an invalid argument", "pending", "", codes.InvalidArgument, "text is empty"},
 		{"a bad Agent name is an invalid argument", "Bad_Name", "hi", codes.InvalidArgument, "agent.name"},
 	} {
@@ -120,8 +131,8 @@ func TestEachRoutingCaseHasItsCodeAndMessage(t *testing.T) {
 			}
 		})
 	}
-	if got := testutilCount(g, "FailedPrecondition"); got != 4 {
-		t.Fatalf("realtime_gateway_prompts_total{code=FailedPrecondition} = %v, want 4", got)
+	if got := testutilCount(g, "FailedPrecondition"); got != 6 {
+		t.Fatalf("realtime_gateway_prompts_total{code=FailedPrecondition} = %v, want 6", got)
 	}
 }
 

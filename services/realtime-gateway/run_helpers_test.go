@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,10 +130,45 @@ func (r *rtRun) serve(extraEnv ...string) {
 	}
 }
 
+// runJob returns the run's Job, creating it as the agent-controller
+// would when it does not exist yet: labelled as a run Job and controlled
+// by the Agent. No Job controller runs here, so it starts no pod.
+func (r *rtRun) runJob() *batchv1.Job {
+	r.t.Helper()
+	return r.jobControlledBy(&metav1.OwnerReference{APIVersion: agentsv1alpha1.GroupVersion.String(), Kind: "Agent",
+		Name: r.agent.Name, UID: r.agent.UID, Controller: ptr.To(true)})
+}
+
+// jobControlledBy returns the Job of the run's name, creating it with
+// controller (nil: no owner at all) when it does not exist yet.
+func (r *rtRun) jobControlledBy(controller *metav1.OwnerReference) *batchv1.Job {
+	r.t.Helper()
+	name := agentsv1alpha1.JobNamePrefix + r.agent.Name
+	ctx := context.Background()
+	if j, err := env.Kube.BatchV1().Jobs(r.agent.Namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		return j
+	}
+	j := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.agent.Namespace, Name: name,
+			Labels: map[string]string{agentsv1alpha1.LabelComponent: agentsv1alpha1.ComponentJob}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: agentsv1alpha1.AgentContainerName, Image: "agent"}}}}},
+	}
+	if controller != nil {
+		j.OwnerReferences = []metav1.OwnerReference{*controller}
+	}
+	j, err := env.Kube.BatchV1().Jobs(r.agent.Namespace).Create(ctx, j, metav1.CreateOptions{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return j
+}
+
 // podAt creates the run's pod as the Job controller and the kubelet would
-// leave it: controlled by the Job, labelled, Running and Ready at addr
-// (pod IP and the container port named realtime). realtimeLabel false
-// makes it an ordinary Job run's pod.
+// leave it: controlled by the run's Job (runJob, unless the test created
+// another first), labelled, Running and Ready at addr (pod IP and the
+// container port named realtime). realtimeLabel false makes it an
+// ordinary Job run's pod.
 func (r *rtRun) podAt(addr string, realtimeLabel bool) *corev1.Pod {
 	r.t.Helper()
 	host, portS, err := net.SplitHostPort(addr)
@@ -140,7 +176,8 @@ func (r *rtRun) podAt(addr string, realtimeLabel bool) *corev1.Pod {
 		r.t.Fatal(err)
 	}
 	port, _ := strconv.Atoi(portS)
-	job := agentsv1alpha1.JobNamePrefix + r.agent.Name
+	runJob := r.runJob()
+	job := runJob.Name
 	labels := map[string]string{route.LabelJobName: job, route.LabelJobNameLegacy: job, agentsv1alpha1.LabelComponent: agentsv1alpha1.ComponentJob}
 	if realtimeLabel {
 		labels[agentsv1alpha1.LabelExecution] = string(agentsv1alpha1.ExecutionRealtime)
@@ -148,7 +185,7 @@ func (r *rtRun) podAt(addr string, realtimeLabel bool) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: r.agent.Namespace, Name: job + "-x7k2p", Labels: labels,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job, UID: types.UID("job-" + string(r.agent.UID)), Controller: ptr.To(true)}},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job, UID: runJob.UID, Controller: ptr.To(true)}},
 		},
 		Spec: corev1.PodSpec{
 			AutomountServiceAccountToken: ptr.To(false),

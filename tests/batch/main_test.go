@@ -41,6 +41,9 @@ var (
 	vendorURL  string
 	pollerAddr string
 	pollerLog  string
+	// pollerAuth and controllerAuth are the flags of the caller
+	// batch-poller admits (stack.BatchCaller).
+	pollerAuth, controllerAuth []string
 	// replicas are the running agent-controller processes by identity.
 	replicas   sync.Map
 	replicaLog = map[string]string{}
@@ -68,6 +71,10 @@ func run(ctx context.Context, m *testing.M) int {
 	}
 	defer func() { _ = vendor.Close() }()
 
+	if pollerAuth, controllerAuth, err = stack.BatchCaller(ctx, env.Kube); err != nil {
+		fmt.Fprintf(os.Stderr, "batch: %v\n", err)
+		return 1
+	}
 	stopPoller, err := startPoller(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "batch: %v\n", err)
@@ -101,10 +108,11 @@ func startPoller(ctx context.Context) (func(), error) {
 	}
 	pollerAddr = addrs[0]
 	pollerLog = filepath.Join(work, "batch-poller.log")
-	p, err := stack.StartProcess(ctx, pollerLog, filepath.Join(binDir, "batch-poller"),
+	p, err := stack.StartProcess(ctx, pollerLog, filepath.Join(binDir, "batch-poller"), append([]string{
 		"--grpc-bind-address", pollerAddr, "--metrics-bind-address", addrs[1], "--health-probe-bind-address", addrs[2],
 		"--kubeconfig", kubeconfig, "--batch-poll-seconds", fmt.Sprint(pollPeriod.Seconds()), "--nats-url", natsURL,
-		"--anthropic-base-url", vendorURL+"/", "--openai-base-url", vendorURL+"/v1/", "--gemini-base-url", vendorURL+"/")
+		"--anthropic-base-url", vendorURL + "/", "--openai-base-url", vendorURL + "/v1/", "--gemini-base-url", vendorURL + "/"},
+		pollerAuth...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -125,14 +133,14 @@ func startReplica(ctx context.Context, id string) error {
 	path := filepath.Join(work, "agent-controller-"+id+".log")
 	replicaLog[id] = path
 	replicaAddr[id] = metricsAddr
-	p, err := stack.StartProcess(ctx, path, filepath.Join(binDir, "agent-controller"),
+	p, err := stack.StartProcess(ctx, path, filepath.Join(binDir, "agent-controller"), append([]string{
 		"--kubeconfig", kubeconfig, "--pod-name", id, "--leader-elect=true", "--leader-election-namespace", "default",
 		"--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s", "--leader-elect-retry-period", "500ms",
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", healthAddr,
 		"--poll-interval", "2s", "--supervisor-path", filepath.Join(binDir, "supervisor"),
 		"--nats-url", natsURL, "--log-level", "debug",
 		"--batch-enabled", "--batch-poller-address", pollerAddr, "--batch-poll-seconds", fmt.Sprint(controllerPoll.Seconds()),
-		"--batch-timeout-unit", timeoutUnit.String(), "--batch-cleanup-backoff", "200ms")
+		"--batch-timeout-unit", timeoutUnit.String(), "--batch-cleanup-backoff", "200ms"}, controllerAuth...)...)
 	if err != nil {
 		return err
 	}

@@ -307,10 +307,26 @@ imagePullSecrets: [{name: registry}]
 				values: "podDisruptionBudget: {enabled: false}", check: func(t *testing.T, r *rendered) {
 					wantNone(t, r, "PodDisruptionBudget")
 				}},
-			rule{name: c + ": no ServiceMonitor and no NetworkPolicy by default", chart: c, check: func(t *testing.T, r *rendered) {
+			rule{name: c + ": no ServiceMonitor by default", chart: c, check: func(t *testing.T, r *rendered) {
 				wantNone(t, r, "ServiceMonitor")
-				wantNone(t, r, "NetworkPolicy")
 			}},
+			rule{name: c + ": a NetworkPolicy by default, restricting every ingress but the health port", chart: c, check: func(t *testing.T, r *rendered) {
+				np := r.get(t, "NetworkPolicy", releaseNS, c).Object
+				wantField(t, np, []any{"Ingress"}, "spec", "policyTypes")
+				for _, in := range field(t, np, "spec", "ingress").([]any) {
+					m := in.(map[string]any)
+					port := m["ports"].([]any)[0].(map[string]any)["port"].(string)
+					_, restricted := m["from"]
+					// batch-poller's gRPC port admits agent-controller only;
+					// the gateway's is the public API and admits anyone.
+					want := c == "batch-poller" && port == "grpc"
+					if restricted != want {
+						t.Errorf("port %s restricted: %v, want %v", port, restricted, want)
+					}
+				}
+			}},
+			rule{name: c + ": networkPolicy.enabled=false renders none", chart: c, values: "networkPolicy: {enabled: false}",
+				check: func(t *testing.T, r *rendered) { wantNone(t, r, "NetworkPolicy") }},
 			rule{name: c + ": serviceMonitor.enabled renders a ServiceMonitor of the metrics port", chart: c,
 				values: "serviceMonitor: {enabled: true, interval: 30s, scrapeTimeout: 10s, labels: {release: prometheus}}",
 				check: func(t *testing.T, r *rendered) {
@@ -426,10 +442,11 @@ maxOutputBytes: 1048576
 pollInterval: 30s
 workers: 8
 natsUrl: nats://nats.messaging.svc:4222
+podSecurityLevel: baseline
 supervisor: {image: {repository: registry.example.com/supervisor, tag: 9.9.9}, path: /opt/supervisor}
 leaderElection: {leaseDuration: 30s, renewDeadline: 20s, retryPeriod: 4s, id: other-lease}
 `, check: func(t *testing.T, r *rendered) {
-			wantArgs(t, r, ac, "--watch-namespace=team-a", "--max-output-bytes=1048576", "--poll-interval=30s", "--workers=8",
+			wantArgs(t, r, ac, "--watch-namespace=team-a", "--max-output-bytes=1048576", "--poll-interval=30s", "--workers=8", "--pod-security-level=baseline",
 				"--nats-url=nats://nats.messaging.svc:4222", "--supervisor-image=registry.example.com/supervisor:9.9.9",
 				"--supervisor-path=/opt/supervisor", "--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s",
 				"--leader-elect-retry-period=4s", "--leader-election-id=other-lease")
@@ -559,7 +576,49 @@ geminiBaseUrl: https://gemini.internal
 			if _, ok := podSpec(t, r, rg)["volumes"]; ok {
 				t.Error("volumes rendered")
 			}
+			wantNone(t, r, "Certificate")
 		}},
+		{name: "realtime-gateway: tls.certManager renders a Certificate whose Secret the Deployment mounts", chart: rg, values: `
+tls:
+  certManager:
+    enabled: true
+    issuerRef: {name: private-ca, kind: ClusterIssuer}
+    dnsNames: [gateway.example.com]
+    duration: 720h
+    renewBefore: 240h
+`, check: func(t *testing.T, r *rendered) {
+			crt := r.get(t, "Certificate", releaseNS, rg).Object
+			wantField(t, crt, "cert-manager.io/v1", "apiVersion")
+			wantField(t, crt, "realtime-gateway-tls", "spec", "secretName")
+			wantField(t, crt, "private-ca", "spec", "issuerRef", "name")
+			wantField(t, crt, "ClusterIssuer", "spec", "issuerRef", "kind")
+			wantField(t, crt, "cert-manager.io", "spec", "issuerRef", "group")
+			wantField(t, crt, "720h", "spec", "duration")
+			wantField(t, crt, "240h", "spec", "renewBefore")
+			svc := rg + "." + releaseNS
+			wantField(t, crt, []any{rg, svc, svc + ".svc", svc + ".svc.cluster.local", "gateway.example.com"}, "spec", "dnsNames")
+			wantField(t, podSpec(t, r, rg), "realtime-gateway-tls", "volumes", "0", "secret", "secretName")
+			wantArgs(t, r, rg, "--tls-cert-file=/etc/agentplane/tls/tls.crt", "--tls-private-key-file=/etc/agentplane/tls/tls.key")
+		}},
+		{name: "realtime-gateway: tls.secretName names the Secret cert-manager writes", chart: rg,
+			values: "tls: {secretName: gw-cert, certManager: {enabled: true, issuerRef: {name: ca}}}", check: func(t *testing.T, r *rendered) {
+				wantField(t, r.get(t, "Certificate", releaseNS, rg).Object, "gw-cert", "spec", "secretName")
+				wantField(t, r.get(t, "Certificate", releaseNS, rg).Object, "Issuer", "spec", "issuerRef", "kind")
+				wantField(t, podSpec(t, r, rg), "gw-cert", "volumes", "0", "secret", "secretName")
+			}},
+		{name: "realtime-gateway: callers' tokens must be for the gateway's audience by default", chart: rg, check: func(t *testing.T, r *rendered) {
+			wantArgs(t, r, rg, "--token-audiences=agentplane-realtime-gateway")
+		}},
+		{name: "realtime-gateway: tokenAudiences lists the audiences", chart: rg, values: "tokenAudiences: [a, b]", check: func(t *testing.T, r *rendered) {
+			wantArgs(t, r, rg, "--token-audiences=a,b")
+		}},
+		{name: "realtime-gateway: an empty tokenAudiences passes an explicit empty flag, not the binary default", chart: rg, values: "tokenAudiences: []",
+			check: func(t *testing.T, r *rendered) {
+				args := r.args(t, rg)
+				if n := slices.Index(args, "--token-audiences="); n < 0 || slices.ContainsFunc(args[n+1:], func(a string) bool { return strings.HasPrefix(a, "--token-audiences") }) {
+					t.Errorf("args %q, want --token-audiences= and no other", args)
+				}
+			}},
 		{name: "realtime-gateway: tls.secretName mounts the Secret and passes the TLS flags", chart: rg,
 			values: "tls: {secretName: gateway-tls, certFile: cert.pem, keyFile: key.pem}", check: func(t *testing.T, r *rendered) {
 				wantArgs(t, r, rg, "--tls-cert-file=/etc/agentplane/tls/cert.pem", "--tls-private-key-file=/etc/agentplane/tls/key.pem")

@@ -157,8 +157,9 @@ func caller(t *testing.T, ns, name string) string {
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}}},
 	)
+	// For the gateway's audience, which the chart requires by default.
 	tr, err := env.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600)), Audiences: []string{runs.GatewayAudience}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,12 @@ func startService(ctx context.Context, job string, args ...string) (*stack.Proce
 	return p, nil
 }
 
-var pollerAddr string
+var (
+	pollerAddr string
+	// controllerAuth are agent-controller's flags for the caller
+	// batch-poller admits (stack.BatchCaller).
+	controllerAuth []string
+)
 
 func startPoller(ctx context.Context, vendorURL string) (*stack.Process, error) {
 	addrs, err := stack.FreeAddrs(1)
@@ -131,15 +136,21 @@ func startPoller(ctx context.Context, vendorURL string) (*stack.Process, error) 
 		return nil, err
 	}
 	pollerAddr = addrs[0]
-	return startService(ctx, "batch-poller", "--grpc-bind-address", pollerAddr, "--batch-poll-seconds", "0.5",
-		"--nats-url", natsURL, "--anthropic-base-url", vendorURL+"/", "--openai-base-url", vendorURL+"/v1/", "--gemini-base-url", vendorURL+"/")
+	pollerAuth, ctlAuth, err := stack.BatchCaller(ctx, env.Kube)
+	if err != nil {
+		return nil, err
+	}
+	controllerAuth = ctlAuth
+	return startService(ctx, "batch-poller", append([]string{"--grpc-bind-address", pollerAddr, "--batch-poll-seconds", "0.5",
+		"--nats-url", natsURL, "--anthropic-base-url", vendorURL + "/", "--openai-base-url", vendorURL + "/v1/", "--gemini-base-url", vendorURL + "/"},
+		pollerAuth...)...)
 }
 
 func startController(ctx context.Context, _ string) (*stack.Process, error) {
-	return startService(ctx, "agent-controller", "--leader-elect=false", "--poll-interval", "2s",
+	return startService(ctx, "agent-controller", append([]string{"--leader-elect=false", "--poll-interval", "2s",
 		"--supervisor-path", filepath.Join(binDir, "supervisor"), "--nats-url", natsURL, "--log-level", "debug",
 		"--batch-enabled", "--batch-poller-address", pollerAddr, "--batch-poll-seconds", "1", "--batch-timeout-unit", "2s",
-		"--realtime-enabled", "--realtime-key-namespace", platformNS)
+		"--realtime-enabled", "--realtime-key-namespace", platformNS}, controllerAuth...)...)
 }
 
 func startGateway(ctx context.Context, _ string) (*stack.Process, error) {

@@ -19,9 +19,20 @@ import (
 )
 
 func addGatewayFlags(cmd *cobra.Command, f *gatewayFlags) {
-	cmd.Flags().StringVar(&f.addr, "gateway", os.Getenv("AGENTPLANE_GATEWAY"), "realtime-gateway address host:port ($AGENTPLANE_GATEWAY)")
-	cmd.Flags().StringVar(&f.token, "token", os.Getenv("AGENTPLANE_TOKEN"), "bearer token for the gateway ($AGENTPLANE_TOKEN; default: the kubeconfig's)")
-	cmd.Flags().BoolVar(&f.tls, "gateway-tls", false, "connect to the gateway with TLS (system roots)")
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "gateway", os.Getenv("AGENTPLANE_GATEWAY"), "realtime-gateway address host:port ($AGENTPLANE_GATEWAY)")
+	fl.StringVar(&f.serviceAccount, "service-account", os.Getenv("AGENTPLANE_SERVICE_ACCOUNT"),
+		"call as this ServiceAccount, [NAMESPACE/]NAME: a short-lived token for --audience is requested for it with your kubeconfig, "+
+			"which needs create on serviceaccounts/token ($AGENTPLANE_SERVICE_ACCOUNT)")
+	fl.StringVar(&f.audience, "audience", defaultAudience, "audience of the token requested for --service-account: the gateway's --token-audiences")
+	fl.StringVar(&f.token, "token", os.Getenv("AGENTPLANE_TOKEN"), "bearer token sent as is, instead of --service-account ($AGENTPLANE_TOKEN)")
+	fl.BoolVar(&f.tls, "tls", false, "connect with TLS, trusting the system roots (or --ca-file)")
+	fl.StringVar(&f.caFile, "ca-file", "", "PEM CA certificates to trust for the gateway's certificate instead of the system roots (implies --tls)")
+	fl.StringVar(&f.serverName, "tls-server-name", "", "name to check the gateway's certificate for, when --gateway is not it (a port-forward; implies --tls)")
+	fl.BoolVar(&f.insecure, "insecure", false, "allow plaintext to a gateway that is not on loopback, sending the token unencrypted")
+	// The flag's earlier name, still accepted.
+	fl.BoolVar(&f.tls, "gateway-tls", false, "connect with TLS")
+	_ = fl.MarkDeprecated("gateway-tls", "use --tls")
 }
 
 func newPromptCmd(g *globals) *cobra.Command {
@@ -49,7 +60,7 @@ func newGatewayCmd(g *globals, use, short string, nargs int,
 		Short: short,
 		Args:  cobra.ExactArgs(nargs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := g.dialGateway(f, args[0])
+			s, err := g.dialGateway(cmd.Context(), f, args[0])
 			if err != nil {
 				return err
 			}
@@ -67,7 +78,7 @@ func newGatewayCmd(g *globals, use, short string, nargs int,
 // ends in error, or a call the gateway refuses, is an error carrying the
 // reason.
 func (s *session) turn(ctx context.Context, text string, out io.Writer) error {
-	stream, err := s.client.Prompt(s.ctx(ctx), &realtimev1.PromptRequest{Agent: s.ref, Text: text})
+	stream, err := s.client.Prompt(ctx, &realtimev1.PromptRequest{Agent: s.ref, Text: text})
 	if err != nil {
 		return callErr(err)
 	}
@@ -126,7 +137,7 @@ func (s *session) chat(ctx context.Context, in io.Reader, out, errOut io.Writer)
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("read stdin: %w", err)
 	}
-	resp, err := s.client.Close(s.ctx(ctx), &realtimev1.CloseRequest{Agent: s.ref})
+	resp, err := s.client.Close(ctx, &realtimev1.CloseRequest{Agent: s.ref})
 	if err != nil {
 		return callErr(err)
 	}

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -136,40 +134,6 @@ func TestPromptExitCodeFollowsTheTurn(t *testing.T) {
 		if a != "Bearer tok-1" || f.refs[i] != "team-a/chat-1" {
 			t.Fatalf("call %d reached the gateway as %q for %q", i, a, f.refs[i])
 		}
-	}
-}
-
-// TestPromptTakesTokenAndNamespaceFromTheKubeconfig: without --token and
-// -n the kubeconfig's bearer token and namespace are used, and the
-// gateway address may come from AGENTPLANE_GATEWAY.
-func TestPromptTakesTokenAndNamespaceFromTheKubeconfig(t *testing.T) {
-	f, addr := startFakeGateway(t)
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	raw := `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: kc-token}}]
-contexts: [{name: x, context: {cluster: c, user: u, namespace: team-kc}}]
-current-context: x
-`
-	if err := os.WriteFile(kc, []byte(raw), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("AGENTPLANE_GATEWAY", addr)
-	t.Setenv("AGENTPLANE_TOKEN", "")
-	if out, errOut, code := agentctlIn(t, "", "prompt", "chat-1", "hi", "--kubeconfig", kc); code != 0 {
-		t.Fatalf("exit %d: %s %s", code, out, errOut)
-	}
-	if f.auth[0] != "Bearer kc-token" || f.refs[0] != "team-kc/chat-1" {
-		t.Fatalf("reached the gateway as %q for %q", f.auth[0], f.refs[0])
-	}
-	// A kubeconfig without a token is a clear error, not an anonymous call.
-	raw = strings.Replace(raw, "{token: kc-token}", "{username: u, password: p}", 1)
-	if err := os.WriteFile(kc, []byte(raw), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, errOut, code := agentctlIn(t, "", "prompt", "chat-1", "hi", "--kubeconfig", kc); code == 0 || !strings.Contains(errOut, "no bearer token") {
-		t.Fatalf("exit %d, %q; want a refusal naming the missing token", code, errOut)
 	}
 }
 

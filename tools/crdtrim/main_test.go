@@ -70,6 +70,26 @@ func TestTrim(t *testing.T) {
 			want:  []string{"# generated\n---\napiVersion: apiextensions.k8s.io/v1\n"},
 		},
 		{
+			name:  "PATH=N caps the list at PATH",
+			paths: []string{"spec.template", "spec.template.containers=64"},
+			want:  []string{"maxItems: 64\n"},
+		},
+		{
+			name:  "a name ending in [] steps into the list's items",
+			paths: []string{"spec.template.containers[].limits=3"},
+			err:   "spec.template.containers[].limits is not a list",
+		},
+		{
+			name:  "a cap on a path the schema does not have is an error",
+			paths: []string{"spec.template.missing=3"},
+			err:   "no property spec.template.missing",
+		},
+		{
+			name:  "a cap that is not a number is an error",
+			paths: []string{"spec.template.containers=many"},
+			err:   "not a number of items",
+		},
+		{
 			name:  "a path the schema does not have is an error",
 			paths: []string{"spec.missing"},
 			err:   "no property spec.missing",

@@ -85,6 +85,9 @@ func down(bin, state string) error {
 	if err != nil {
 		return fmt.Errorf("kubestack down: %w\n%s", err, out)
 	}
+	if err := removeStaged(state); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+	}
 	if err := os.RemoveAll(state); err != nil {
 		return err
 	}
@@ -100,6 +103,7 @@ func up(ctx context.Context, bin, repo, state string) error {
 	// A second demo starts clean: stop what the first left.
 	_ = stopAll(state)
 	_ = exec.Command(filepath.Join(bin, "kubestack"), "down").Run()
+	_ = removeStaged(state)
 	_ = os.RemoveAll(state)
 	if err := os.MkdirAll(state, 0o755); err != nil {
 		return err
@@ -133,11 +137,15 @@ func up(ctx context.Context, bin, repo, state string) error {
 
 	step("starting the agent-controller")
 	natsURL := fmt.Sprintf("nats://127.0.0.1:%d", natsPort)
+	supervisor, err := stageSupervisor(bin, state)
+	if err != nil {
+		return fmt.Errorf("stage the supervisor for the run pods: %w", err)
+	}
 	if _, err := spawn(state, "agent-controller", filepath.Join(bin, "agent-controller"), []string{
 		"--kubeconfig", kubeconfig, "--leader-elect=false",
 		// One port for /metrics and the probes, as the demo prints it.
 		"--metrics-bind-address", controllerAddr, "--health-probe-bind-address", controllerAddr,
-		"--supervisor-path", filepath.Join(bin, "supervisor"), "--supervisor-image", "agentplane/supervisor:demo",
+		"--supervisor-path", supervisor, "--supervisor-image", "agentplane/supervisor:demo",
 		"--nats-url", natsURL, "--poll-interval", "5s",
 	}, nil); err != nil {
 		return err

@@ -9,6 +9,29 @@ gateway
 {{- end }}
 
 {{/*
+The Secret the gRPC port's certificate is mounted from: tls.secretName, else
+with cert-manager the Certificate's <fullname>-tls; empty without TLS.
+*/}}
+{{- define "realtime-gateway.tlsSecretName" -}}
+{{- if .Values.tls.secretName -}}
+{{- .Values.tls.secretName -}}
+{{- else if .Values.tls.certManager.enabled -}}
+{{- printf "%s-tls" (include "realtime-gateway.fullname" .) -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+The certificate's DNS names: the Service's in-cluster names, then
+tls.certManager.dnsNames.
+*/}}
+{{- define "realtime-gateway.dnsNames" -}}
+{{- $svc := include "realtime-gateway.fullname" . -}}
+{{- $ns := .Release.Namespace -}}
+{{- $names := list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns) -}}
+{{- toJson (concat $names .Values.tls.certManager.dnsNames | uniq) -}}
+{{- end }}
+
+{{/*
 Shared helpers. Every agentplane chart carries this same block, with only
 its own chart name as the prefix (a test in tests/helm keeps the copies
 identical); the lines above it are the chart's own.

@@ -14,9 +14,14 @@ import (
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 )
 
+// GatewayAudience is the audience realtime-gateway requires of a caller's
+// token by default (its --token-audiences), the one agentctl
+// --service-account requests.
+const GatewayAudience = "agentplane-realtime-gateway"
+
 // PromptCaller creates the ServiceAccount ns/name and returns a token of
-// it: one that may prompt the Agents of ns (create and get on
-// agents/prompt) when allowed, else one without any RBAC.
+// it for GatewayAudience: one that may prompt the Agents of ns (create and
+// get on agents/prompt) when allowed, else one without any RBAC.
 func PromptCaller(t *testing.T, kube kubernetes.Interface, ns, name string, allowed bool) string {
 	t.Helper()
 	ctx := context.Background()
@@ -37,7 +42,7 @@ func PromptCaller(t *testing.T, kube kubernetes.Interface, ns, name string, allo
 		}
 	}
 	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600), Audiences: []string{GatewayAudience}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,11 +36,12 @@ type Options struct {
 	KubeUser string
 }
 
-// Stack is a running stack. Stop ends it and removes Work.
+// Stack is a running stack. Stop ends it and removes Work and BinDir.
 type Stack struct {
 	// Env is the control plane.
 	Env *testenv.Env
-	// Work is the suite's scratch directory; BinDir the built binaries.
+	// Work is the suite's scratch directory; BinDir the built binaries
+	// (beside Work, not in it). Stop removes both.
 	Work, BinDir string
 	// NATSURL is the embedded NATS server's client URL.
 	NATSURL string
@@ -91,7 +92,18 @@ func (s *Stack) start(ctx context.Context, o Options) (err error) {
 	}
 	work := s.Work
 	s.stops = append(s.stops, func() { _ = os.RemoveAll(work) })
-	s.BinDir = filepath.Join(s.Work, "bin")
+	// A run pod's init step runs BinDir's supervisor on the host as the
+	// agent's user, uid 1000 (the run pod meets Pod Security "restricted",
+	// docs/agent-controller.md), so BinDir lives outside Work, which stays
+	// the owner's alone: others may pass through it, not list it.
+	if s.BinDir, err = os.MkdirTemp("", "agentplane-"+o.Suite+"-bin-"); err != nil {
+		return err
+	}
+	bin := s.BinDir
+	s.stops = append(s.stops, func() { _ = os.RemoveAll(bin) })
+	if err := os.Chmod(bin, 0o711); err != nil {
+		return err
+	}
 	if err := BuildBinaries(s.BinDir, o.Packages...); err != nil {
 		return err
 	}

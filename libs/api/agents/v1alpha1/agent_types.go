@@ -1,6 +1,10 @@
 package v1alpha1
 
 import (
+	"errors"
+	"fmt"
+	"regexp"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -75,9 +79,16 @@ type AgentSpec struct {
 
 	// parameters fill the {name} placeholders of the definition's prompt; a
 	// placeholder without a value stays as written so typos are visible. They
-	// are also passed to the run as the JSON object AGENT_PARAMETERS.
+	// are also passed to the run as the JSON object AGENT_PARAMETERS. At most
+	// 128 of them; each name is 1 to 128 of the placeholder characters
+	// [A-Za-z0-9_.-] and each value at most 16384 characters (16 KiB of
+	// ASCII; CEL counts characters, not bytes). The prompt they render
+	// may be at most 1 MiB (prompt.MaxRenderedBytes), or the Agent fails
+	// before it starts.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=128
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 128 && k.matches('^[A-Za-z0-9_.-]+$'))",message="spec.parameters: each name must be 1 to 128 of the characters A-Z a-z 0-9 _ . -"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 16384)",message="spec.parameters: each value must be at most 16384 characters"
 	Parameters map[string]string `json:"parameters,omitempty"`
 
 	// model overrides the AgentDefinition's model for this run only, e.g. to
@@ -93,9 +104,39 @@ type AgentSpec struct {
 	// initial prompt. Only realtime runs whose definition sets
 	// resources.conversation.source, with a vendor able to resume, can honour
 	// it; otherwise the controller fails the Agent at Pending with the reason.
+	// It becomes a path of the conversation store and an argument of the
+	// CLI, so it is one word of letters, digits, "_" and "-" that starts
+	// with a letter or digit (SessionIDPattern), as every vendor's ids are:
+	// UUIDs (Claude Code, Codex, Gemini CLI) or "ses_..." (OpenCode).
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_-]*$`
 	ResumeSession string `json:"resumeSession,omitempty"`
+}
+
+// SessionIDPattern is what a conversation's id may look like: the Agent's
+// spec.resumeSession and the definition's resources.conversation id and
+// pin. Such an id is joined to the store's URL and passed to the vendor
+// CLI, so it may hold no "/" or "." (no other path of the store) and may
+// not start with "-" (no flag). The CRD carries the same pattern.
+const SessionIDPattern = `^[A-Za-z0-9][A-Za-z0-9_-]*$`
+
+// sessionID matches SessionIDPattern.
+var sessionID = regexp.MustCompile(SessionIDPattern)
+
+// ErrInvalidSessionID is wrapped by CheckSessionID's errors.
+var ErrInvalidSessionID = errors.New("not a session id")
+
+// CheckSessionID returns nil when id matches SessionIDPattern, else an
+// error wrapping ErrInvalidSessionID that says why, naming what (e.g.
+// "spec.resumeSession"). The id is quoted with %q, so a control character
+// in it cannot forge a log line.
+func CheckSessionID(what, id string) error {
+	if sessionID.MatchString(id) {
+		return nil
+	}
+	return fmt.Errorf("%s %q is %w: it must be letters, digits, \"_\" and \"-\", starting with a letter or digit (no \"/\", no \".\", no leading \"-\")",
+		what, id, ErrInvalidSessionID)
 }
 
 // AgentStatus is the observed state of a run. Only the controllers write it:

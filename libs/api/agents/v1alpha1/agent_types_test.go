@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -141,6 +143,44 @@ func TestAddToSchemeRegistersEveryKind(t *testing.T) {
 			gvk := schema.GroupVersionKind{Group: "agents.re-cinq.com", Version: "v1alpha1", Kind: kind}
 			if !s.Recognizes(gvk) {
 				t.Errorf("scheme does not recognise %v", gvk)
+			}
+		})
+	}
+}
+
+// TestCheckSessionID: a session id is joined to the conversation store's
+// URL and passed to the vendor CLI, so anything that would reach another
+// path of the store or read as a flag is refused; every vendor's real ids
+// pass.
+func TestCheckSessionID(t *testing.T) {
+	for _, tc := range []struct {
+		rule string
+		id   string
+		ok   bool
+	}{
+		{"a Claude Code session id (UUID) passes", "3f0c9a52-6d1e-4b8a-9c7f-2a1e5d4b8c90", true},
+		{"a Codex thread id (UUIDv7) passes", "0199a213-81c0-7800-8aa1-bbab2a035a53", true},
+		{"an OpenCode session id passes", "ses_6b8a1f3c2ffeRkL2mN9pQ4sT7v", true},
+		{"a short word passes", "sess-9", true},
+		{"a path to another team's conversation is refused", "../team-b/x", false},
+		{"a slash is refused", "team-b/x", false},
+		{"a dot-dot alone is refused", "..", false},
+		{"a dot is refused", "a.b", false},
+		{"a leading dash (a CLI flag) is refused", "--dangerously-bypass-approvals-and-sandbox", false},
+		{"a leading underscore is refused", "_x", false},
+		{"a query is refused", "x?y=1", false},
+		{"a percent escape is refused", "%2e%2e", false},
+		{"whitespace is refused", "a b", false},
+		{"a newline is refused", "a\nb", false},
+		{"empty is refused", "", false},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			err := CheckSessionID("spec.resumeSession", tc.id)
+			if (err == nil) != tc.ok {
+				t.Fatalf("CheckSessionID(%q) = %v, want ok=%v", tc.id, err, tc.ok)
+			}
+			if err != nil && (!errors.Is(err, ErrInvalidSessionID) || !strings.Contains(err.Error(), "spec.resumeSession")) {
+				t.Fatalf("error %v does not wrap ErrInvalidSessionID or name the field", err)
 			}
 		})
 	}

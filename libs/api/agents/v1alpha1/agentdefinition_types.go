@@ -134,8 +134,10 @@ type EnvEntry struct {
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:Pattern=`^[^=]+$`
 	Name string `json:"name"`
-	// value of the variable. Do not put credentials here; use secrets.
+	// value of the variable, at most 32 KiB. Do not put credentials here;
+	// use secrets.
 	// +required
+	// +kubebuilder:validation:MaxLength=32768
 	Value string `json:"value"`
 }
 
@@ -174,9 +176,10 @@ type MCPServer struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Command string `json:"command,omitempty"`
-	// args are passed to command.
+	// args are passed to command; each at most 4096 bytes.
 	// +optional
 	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:items:MaxLength=4096
 	Args []string `json:"args,omitempty"`
 	// url of an http or sse server. Required for those transports.
 	// +optional
@@ -232,14 +235,19 @@ type ConversationSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Source string `json:"source,omitempty"`
-	// id of a stored conversation to continue.
+	// id of a stored conversation to continue. Like an Agent's
+	// spec.resumeSession it is one word of letters, digits, "_" and "-"
+	// starting with a letter or digit: it becomes a path of the store and
+	// an argument of the CLI.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_-]*$`
 	ID string `json:"id,omitempty"`
 	// pin is the id the conversation is saved under when the run ends; with
-	// id set too, the run forks id into pin.
+	// id set too, the run forks id into pin. The same characters as id.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_-]*$`
 	Pin string `json:"pin,omitempty"`
 	// headers_secret is a key of agent-secrets whose value is one full HTTP
 	// header line (e.g. "Authorization: Bearer ...") sent to the store.
@@ -423,8 +431,10 @@ func (b *BatchSpec) EffectiveOnTimeout() OnTimeoutPolicy {
 // where the results go and how the work is executed.
 // +kubebuilder:validation:XValidation:rule="!has(self.batch) || (has(self.execution) && self.execution == 'batch')",message="batch may only be set when execution is batch",fieldPath=".batch",reason="FieldValueForbidden"
 type AgentDefinitionSpec struct {
-	// description says what the recipe is for. Informational only.
+	// description says what the recipe is for, at most 16 KiB.
+	// Informational only.
 	// +optional
+	// +kubebuilder:validation:MaxLength=16384
 	Description string `json:"description,omitempty"`
 
 	// model is the model to run, e.g. claude-opus-5-5. It also picks the
@@ -435,22 +445,32 @@ type AgentDefinitionSpec struct {
 	// +kubebuilder:validation:MaxLength=256
 	Model string `json:"model,omitempty"`
 
-	// prompt is the task for the agent. {name} placeholders are replaced by
-	// the Agent's parameters; placeholders without a value stay as written.
+	// prompt is the task for the agent, at most 64 KiB. {name} placeholders
+	// are replaced by the Agent's parameters; placeholders without a value
+	// stay as written. The rendered prompt may be at most 1 MiB
+	// (prompt.MaxRenderedBytes): an Agent whose parameters render it larger
+	// fails before it starts.
 	// +required
+	// +kubebuilder:validation:MaxLength=65536
 	Prompt string `json:"prompt"`
 
 	// allowed_tools are the tools the agent may use without asking (in
 	// permission_mode auto), in the vendor's syntax, e.g. "Read" or
-	// "Bash(git diff:*)".
+	// "Bash(git diff:*)"; each at most 1024 bytes. Claude Code and the
+	// Gemini CLI honour them; an Agent whose spec.model moves the run to a
+	// vendor that cannot fails before it starts.
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=1024
 	AllowedTools []string `json:"allowed_tools,omitempty"`
 
 	// disallowed_tools are tools the agent may never use, in every
-	// permission mode.
+	// permission mode; each at most 1024 bytes. Claude Code, the Gemini CLI
+	// and OpenCode honour them; an Agent whose spec.model moves the run to
+	// a vendor that cannot fails before it starts.
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=1024
 	DisallowedTools []string `json:"disallowed_tools,omitempty"`
 
 	// permission_mode is auto (only allowed_tools) or bypass (every tool

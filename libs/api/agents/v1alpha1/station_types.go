@@ -81,10 +81,37 @@ type StationSpec struct {
 	// template is the pod template of every run's Job. It must have a
 	// container named "agent" (its image is the agent's workspace); the
 	// controller sets that container's command, env, mounts and security
-	// context, replaces init containers, and refuses host namespaces,
-	// hostPath volumes and privileged containers. Other containers are left
-	// as they are. Admission checks it against the Kubernetes pod template
-	// schema; the controller checks the rules above when it builds the Job.
+	// context and replaces init containers. Other containers are left as
+	// they are, but the Job's pod must meet the Pod Security Standards level
+	// the controller runs with (restricted unless --pod-security-level says
+	// baseline, docs/agent-controller.md "Pod security"): where the
+	// template leaves runAsNonRoot, allowPrivilegeEscalation, the dropped
+	// capabilities or the seccomp profile unset, restricted fills them in,
+	// and a run whose pod still breaks the level fails. Admission refuses
+	// what breaks either level and can be read off the template: host
+	// namespaces, a shared process namespace, a service account token,
+	// hostPath volumes, privileged containers, host ports and unconfined
+	// seccomp or AppArmor profiles. Its containers and init containers are
+	// at most 64 each, with at most 128 ports each, its volumes at most 256
+	// and a projected volume's sources at most 64, so those rules fit
+	// admission's cost budget.
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.hostNetwork) || !self.spec.hostNetwork",message="spec.template.spec.hostNetwork must not be true: a run pod may not use the node's network namespace",fieldPath=".spec.hostNetwork",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.hostPID) || !self.spec.hostPID",message="spec.template.spec.hostPID must not be true: a run pod may not use the node's PID namespace",fieldPath=".spec.hostPID",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.hostIPC) || !self.spec.hostIPC",message="spec.template.spec.hostIPC must not be true: a run pod may not use the node's IPC namespace",fieldPath=".spec.hostIPC",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.shareProcessNamespace) || !self.spec.shareProcessNamespace",message="spec.template.spec.shareProcessNamespace must not be true: sidecars may not see the agent's processes",fieldPath=".spec.shareProcessNamespace",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.automountServiceAccountToken) || !self.spec.automountServiceAccountToken",message="spec.template.spec.automountServiceAccountToken must not be true: a run pod gets no Kubernetes API token",fieldPath=".spec.automountServiceAccountToken",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.volumes) || self.spec.volumes.all(v, !has(v.hostPath))",message="spec.template.spec.volumes[*].hostPath must not be set: a run pod may not mount the node's files",fieldPath=".spec.volumes",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.volumes) || self.spec.volumes.all(v, !has(v.projected) || !has(v.projected.sources) || v.projected.sources.all(s, !has(s.serviceAccountToken)))",message="spec.template.spec.volumes[*].projected.sources[*].serviceAccountToken must not be set: a run pod gets no Kubernetes API token",fieldPath=".spec.volumes",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.containers) || self.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.privileged) || !c.securityContext.privileged)",message="spec.template.spec.containers[*].securityContext.privileged must not be true",fieldPath=".spec.containers",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.initContainers) || self.spec.initContainers.all(c, !has(c.securityContext) || !has(c.securityContext.privileged) || !c.securityContext.privileged)",message="spec.template.spec.initContainers[*].securityContext.privileged must not be true",fieldPath=".spec.initContainers",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.containers) || self.spec.containers.all(c, !has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))",message="spec.template.spec.containers[*].ports[*].hostPort must not be set: a run pod may not listen on the node's ports",fieldPath=".spec.containers",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.initContainers) || self.spec.initContainers.all(c, !has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))",message="spec.template.spec.initContainers[*].ports[*].hostPort must not be set: a run pod may not listen on the node's ports",fieldPath=".spec.initContainers",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.securityContext) || !has(self.spec.securityContext.seccompProfile) || self.spec.securityContext.seccompProfile.type != 'Unconfined'",message="spec.template.spec.securityContext.seccompProfile.type must not be Unconfined",fieldPath=".spec.securityContext",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.containers) || self.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.seccompProfile) || c.securityContext.seccompProfile.type != 'Unconfined')",message="spec.template.spec.containers[*].securityContext.seccompProfile.type must not be Unconfined",fieldPath=".spec.containers",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.initContainers) || self.spec.initContainers.all(c, !has(c.securityContext) || !has(c.securityContext.seccompProfile) || c.securityContext.seccompProfile.type != 'Unconfined')",message="spec.template.spec.initContainers[*].securityContext.seccompProfile.type must not be Unconfined",fieldPath=".spec.initContainers",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.securityContext) || !has(self.spec.securityContext.appArmorProfile) || self.spec.securityContext.appArmorProfile.type != 'Unconfined'",message="spec.template.spec.securityContext.appArmorProfile.type must not be Unconfined",fieldPath=".spec.securityContext",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.containers) || self.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.appArmorProfile) || c.securityContext.appArmorProfile.type != 'Unconfined')",message="spec.template.spec.containers[*].securityContext.appArmorProfile.type must not be Unconfined",fieldPath=".spec.containers",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.initContainers) || self.spec.initContainers.all(c, !has(c.securityContext) || !has(c.securityContext.appArmorProfile) || c.securityContext.appArmorProfile.type != 'Unconfined')",message="spec.template.spec.initContainers[*].securityContext.appArmorProfile.type must not be Unconfined",fieldPath=".spec.initContainers",reason="FieldValueForbidden"
 	// +required
 	Template corev1.PodTemplateSpec `json:"template"`
 }

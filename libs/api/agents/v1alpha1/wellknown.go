@@ -102,6 +102,13 @@ const (
 	ReasonExecutionDisabled = "ExecutionDisabled"
 	// ReasonQueued means the Station is at its concurrency limit; the Agent waits.
 	ReasonQueued = "Queued"
+	// ReasonWaitingForPreviousJob means a Job of the run's name still exists,
+	// controlled by an earlier Agent of the same name that was deleted;
+	// the Agent waits in Pending until garbage collection removes it.
+	ReasonWaitingForPreviousJob = "WaitingForPreviousJob"
+	// ReasonJobNameTaken means a Job of the run's name exists that no Agent
+	// of that name controls; it is never adopted, and the run failed.
+	ReasonJobNameTaken = "JobNameTaken"
 	// ReasonJobCreated means the run's Job was created.
 	ReasonJobCreated = "JobCreated"
 	// ReasonBatchSubmitted means the run was submitted to the vendor batch API.

@@ -9,7 +9,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/agentplane/agentplane/libs/grpcauth"
 	"github.com/agentplane/agentplane/libs/service"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
 )
 
 // Name is the service's name: its logger's, its User-Agent's and its
@@ -58,8 +60,21 @@ type Config struct {
 	// BatchCleanupBackoff is the first wait before retrying a failed
 	// batch cleanup.
 	BatchCleanupBackoff time.Duration
+	// BatchPollerTokenFile holds the ServiceAccount token sent to
+	// batch-poller (a projected token volume in a pod).
+	BatchPollerTokenFile string
+	// BatchPollerServiceAccount, namespace/name, is the ServiceAccount
+	// whose token is requested for batch-poller outside a pod.
+	BatchPollerServiceAccount string
+	// BatchPollerTokenAudience is the audience requested for that token.
+	BatchPollerTokenAudience string
 	// NATSURL is the NATS server run pods publish their events to.
 	NATSURL string
+	// PodSecurityLevel is the Pod Security Standards level every run pod
+	// must meet (docs/agent-controller.md, "Pod security").
+	PodSecurityLevel jobbuild.PodSecurityLevel
+	// podSecurityLevel is the flag's text, parsed into PodSecurityLevel.
+	podSecurityLevel string
 }
 
 // DefaultSupervisorImage is the supervisor image of this build: the
@@ -95,7 +110,15 @@ func NewFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 	fs.Float64Var(&c.BatchPollSeconds, "batch-poll-seconds", 60, "look at a Running batch run at most this often, in seconds, unless batch-poller announces its end")
 	fs.DurationVar(&c.BatchTimeoutUnit, "batch-timeout-unit", time.Minute, "length of one batch.timeoutMinutes; for tests only")
 	fs.DurationVar(&c.BatchCleanupBackoff, "batch-cleanup-backoff", time.Second, "first wait before retrying a failed batch cleanup; doubles per attempt up to a minute")
+	fs.StringVar(&c.BatchPollerTokenFile, "batch-poller-token-file", "",
+		"file holding the ServiceAccount token sent to batch-poller on every call (a projected token volume with its audience), read again when rotated")
+	fs.StringVar(&c.BatchPollerServiceAccount, "batch-poller-service-account", "",
+		"outside a pod: namespace/name of the ServiceAccount whose token is requested (TokenRequest API) and renewed for batch-poller calls")
+	fs.StringVar(&c.BatchPollerTokenAudience, "batch-poller-token-audience", "agentplane-batch-poller",
+		"audience of the token requested for --batch-poller-service-account; batch-poller's --token-audience")
 	fs.StringVar(&c.NATSURL, "nats-url", "", "NATS server run pods publish their events to (AGENT_NATS_URL in the run's environment); none when empty")
+	fs.StringVar(&c.podSecurityLevel, "pod-security-level", string(jobbuild.PodSecurityRestricted),
+		"Pod Security Standards level every run pod must meet, restricted or baseline; a Job that breaks it fails its Agent")
 	fs.Check(c.validate)
 	return fs, c
 }
@@ -128,8 +151,34 @@ func (c *Config) validate() error {
 	if c.BatchEnabled && c.BatchPollerAddress == "" {
 		return fmt.Errorf("--batch-poller-address / BATCH_POLLER_ADDRESS must not be empty when batch runs are enabled")
 	}
+	if err := c.validateBatchPollerToken(); err != nil {
+		return err
+	}
+	level, err := jobbuild.ParsePodSecurityLevel(c.podSecurityLevel)
+	if err != nil {
+		return fmt.Errorf("--pod-security-level / POD_SECURITY_LEVEL: %w", err)
+	}
+	c.PodSecurityLevel = level
 	if c.RealtimeKeyNamespace == "" {
 		c.RealtimeKeyNamespace = c.Pod.Namespace
+	}
+	return nil
+}
+
+// validateBatchPollerToken refuses two token sources, or a ServiceAccount
+// that is not namespace/name.
+func (c *Config) validateBatchPollerToken() error {
+	if c.BatchPollerTokenFile != "" && c.BatchPollerServiceAccount != "" {
+		return fmt.Errorf("--batch-poller-token-file / BATCH_POLLER_TOKEN_FILE and --batch-poller-service-account / BATCH_POLLER_SERVICE_ACCOUNT exclude each other")
+	}
+	if c.BatchPollerServiceAccount == "" {
+		return nil
+	}
+	if _, _, err := grpcauth.ParseServiceAccount(c.BatchPollerServiceAccount); err != nil {
+		return fmt.Errorf("--batch-poller-service-account / BATCH_POLLER_SERVICE_ACCOUNT: %w", err)
+	}
+	if c.BatchPollerTokenAudience == "" {
+		return fmt.Errorf("--batch-poller-token-audience / BATCH_POLLER_TOKEN_AUDIENCE must not be empty with --batch-poller-service-account")
 	}
 	return nil
 }

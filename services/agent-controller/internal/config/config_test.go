@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/libs/service/servicetest"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -66,6 +67,12 @@ func TestRules(t *testing.T) {
 		{"lease timings do not matter without leader election", []string{"--leader-elect=false", "--leader-elect-renew-deadline=20s"}, nil, "", func(c *Config) bool { return !c.LeaderElection.Enabled }},
 		{"an unknown log level is refused by flag and variable", nil, map[string]string{"LOG_LEVEL": "verbose"}, "--log-level / LOG_LEVEL", nil},
 		{"the client rate limit comes from the skeleton", []string{"--kube-api-qps=50", "--kube-api-burst=60"}, nil, "", func(c *Config) bool { return c.Kube.QPS == 50 && c.Kube.Burst == 60 }},
+		{"run pods are held to restricted by default", nil, nil, "", func(c *Config) bool { return c.PodSecurityLevel == jobbuild.PodSecurityRestricted }},
+		{"POD_SECURITY_LEVEL=baseline relaxes run pods to baseline", nil, map[string]string{"POD_SECURITY_LEVEL": "baseline"}, "", func(c *Config) bool {
+			return c.PodSecurityLevel == jobbuild.PodSecurityBaseline
+		}},
+		{"the privileged level is refused by flag and variable", []string{"--pod-security-level=privileged"}, nil, "--pod-security-level / POD_SECURITY_LEVEL", nil},
+		{"an empty --pod-security-level is refused, never read as no policy", []string{"--pod-security-level="}, nil, "--pod-security-level / POD_SECURITY_LEVEL", nil},
 		{"the old --addr is gone", []string{"--addr=:8081"}, nil, "addr", nil},
 		{"the old --namespace is gone", []string{"--namespace=x"}, nil, "namespace", nil},
 		{"the old --batch-poller-addr is gone", []string{"--batch-poller-addr=x:1"}, nil, "batch-poller-addr", nil},

@@ -25,6 +25,7 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/testenv"
+	batchpb "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
 )
@@ -55,6 +56,8 @@ type startOptions struct {
 	// record sends the controller's Events through client-go's
 	// events.k8s.io/v1 broadcaster, as main does.
 	record bool
+	// batch, when set, enables batch runs with this batch-poller client.
+	batch batchpb.BatchServiceClient
 }
 
 // startWith runs a controller for one namespace, shaped by o, until the
@@ -75,6 +78,9 @@ func startWith(t *testing.T, ns string, o startOptions) (*Controller, *metrics.M
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := Options{Namespace: ns, PollInterval: 2 * time.Second, Log: quiet}
+	if o.batch != nil {
+		opts.Batch, opts.Reconcile.BatchEnabled = o.batch, true
+	}
 	stopRecording := func() {}
 	if o.record {
 		b := kevents.NewBroadcaster(&kevents.EventSinkImpl{Interface: env.Kube.EventsV1()})

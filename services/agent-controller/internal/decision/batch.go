@@ -66,15 +66,30 @@ func submitBatch(s Snapshot) Plan {
 	if a.Spec.ResumeSession != "" {
 		return refuseInvalid(s, ReasonResumeNeedsRealtime)
 	}
+	if reason := promptRefusal(s); reason != "" {
+		return refuseInvalid(s, reason)
+	}
+	if def.Batch.EffectiveOnTimeout() == agentsv1alpha1.OnTimeoutFallback {
+		// The fallback Job runs the vendor CLI, with its tool rules.
+		if reason := toolRuleRefusal(s); reason != "" {
+			return refuseInvalid(s, reason)
+		}
+	}
 	// A batch run has no Job that could hold a slot already.
 	plan, ok := admit(s, false)
 	if !ok {
 		return plan
 	}
+	rendered, err := prompt.Render(def.Prompt, a.Spec.Parameters)
+	if err != nil {
+		// promptRefusal counted the same size; kept so that no path
+		// renders past the cap.
+		return refuseInvalid(s, err.Error())
+	}
 	provider := ProviderFor(model)
 	sub := &BatchSubmit{
 		Model:     model,
-		Prompt:    prompt.Render(def.Prompt, a.Spec.Parameters),
+		Prompt:    rendered,
 		MaxTokens: def.Batch.EffectiveMaxTokens(),
 		APIKeyKey: APIKeyKey(def, provider),
 		Provider:  provider,
@@ -147,6 +162,17 @@ func fallbackJob(s Snapshot, st *agentsv1alpha1.AgentStatus, plan Plan) Plan {
 		// The Job cannot be built without them; fail as a Pending run would.
 		reason := fmt.Sprintf("Station %q or its AgentDefinition not found for the fallback Job", s.Agent.Spec.StationRef)
 		p := finish(s, st, agentsv1alpha1.PhaseFailed, 1, "", reason, FailureMissingRef)
+		p.Notice, p.Events = plan.Notice, append(plan.Events, p.Events...)
+		return p
+	}
+	if s.NameTaken != nil {
+		p := jobNameTaken(s, st)
+		if p.Status == nil {
+			// Waiting for a predecessor's Job to go: keep this pass's
+			// status (the timeout) and look again.
+			plan.RequeueAfter = p.RequeueAfter
+			return plan
+		}
 		p.Notice, p.Events = plan.Notice, append(plan.Events, p.Events...)
 		return p
 	}

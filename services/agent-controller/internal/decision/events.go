@@ -22,6 +22,9 @@ import (
 const (
 	// EventQueued is recorded when the run waits for a slot of its Station.
 	EventQueued = agentsv1alpha1.ReasonQueued
+	// EventWaitingForPreviousJob is recorded when the run waits for the Job
+	// of a deleted Agent of the same name to be garbage-collected.
+	EventWaitingForPreviousJob = agentsv1alpha1.ReasonWaitingForPreviousJob
 	// EventJobCreated is recorded when the run's Job was created (a Job
 	// run, a realtime session, a batch run's fallback).
 	EventJobCreated = agentsv1alpha1.ReasonJobCreated

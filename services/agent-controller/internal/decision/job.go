@@ -41,6 +41,9 @@ func decideJob(s Snapshot) Plan {
 	if s.Agent.Spec.ResumeSession != "" {
 		return refuseInvalid(s, ReasonResumeNeedsRealtime)
 	}
+	if reason := preflight(s); reason != "" {
+		return refuseInvalid(s, reason)
+	}
 	return startJob(s)
 }
 
@@ -48,6 +51,9 @@ func decideJob(s Snapshot) Plan {
 // the status patch to Running; or, without a free slot, queues it.
 func startJob(s Snapshot) Plan {
 	a := s.Agent
+	if s.NameTaken != nil {
+		return jobNameTaken(s, a.Status.DeepCopy())
+	}
 	// A run whose own Job exists was admitted already and lost the patch
 	// to Running: it holds its slot, so it neither waits nor preempts, and
 	// the patch is made again.
@@ -76,6 +82,9 @@ func startJob(s Snapshot) Plan {
 func followJob(s Snapshot) Plan {
 	st := s.Agent.Status.DeepCopy()
 	st.JobName = JobNameOf(s.Agent)
+	if s.Job == nil && s.NameTaken != nil {
+		return jobNameTaken(s, st)
+	}
 	if s.Job == nil {
 		return finish(s, st, agentsv1alpha1.PhaseFailed, 1, "", ReasonJobGarbageCollected, FailureOutputUnavailable)
 	}

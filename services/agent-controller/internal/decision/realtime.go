@@ -62,6 +62,9 @@ func startRealtime(s Snapshot) Plan {
 			return refuseInvalid(s, err.Error())
 		}
 	}
+	if reason := preflight(s); reason != "" {
+		return refuseInvalid(s, reason)
+	}
 	plan := startJob(s)
 	// The Job mounts the token Secret, so it is written first.
 	plan.RunToken = plan.CreateJob != nil

@@ -39,8 +39,13 @@ type Snapshot struct {
 	// Station and Definition are nil when not found.
 	Station    *agentsv1alpha1.Station
 	Definition *agentsv1alpha1.AgentDefinition
-	// Job is the run's Job, nil when it does not exist.
+	// Job is the run's Job, nil when it does not exist: the Job of the
+	// run's name controlled by this Agent's uid (IsRunJob), never another.
 	Job *batchv1.Job
+	// NameTaken is a Job of the run's name that this Agent does not
+	// control (identity.go); nil when there is none or it was not looked
+	// for. It is never read for a result.
+	NameTaken *batchv1.Job
 	// Pod is read once the Job is finished, and while it runs only for
 	// its init log (ReadsInitLog).
 	Pod PodOutcome

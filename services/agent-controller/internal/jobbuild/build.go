@@ -52,6 +52,9 @@ type Config struct {
 	// NATSURL, when set, is where run pods publish their events
 	// (runspec.EnvNATSURL); empty leaves NATS out of the run.
 	NATSURL string
+	// PodSecurityLevel is the Pod Security Standards level the run pod must
+	// meet (podsecurity.go); empty is PodSecurityRestricted.
+	PodSecurityLevel PodSecurityLevel
 }
 
 // Input is everything one Job is built from.
@@ -106,10 +109,7 @@ func Build(in Input) (*batchv1.Job, error) {
 
 	ps := &tmpl.Spec
 	ps.RestartPolicy = corev1.RestartPolicyNever
-	ps.SecurityContext = &corev1.PodSecurityContext{
-		FSGroup:        ptr.To[int64](1000),
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
+	ps.SecurityContext = podSecurityContext(ps.SecurityContext)
 	ps.AutomountServiceAccountToken = ptr.To(false)
 
 	var volumes []corev1.Volume
@@ -149,7 +149,7 @@ func Build(in Input) (*batchv1.Job, error) {
 		}
 		keep = append(keep, mounts...)
 		c.VolumeMounts = keep
-		c.SecurityContext = agentSecurityContext()
+		c.SecurityContext = runSecurityContext()
 		if len(c.Resources.Requests) == 0 && len(c.Resources.Limits) == 0 {
 			c.Resources = corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
@@ -166,25 +166,20 @@ func Build(in Input) (*batchv1.Job, error) {
 		}
 	}
 	ps.InitContainers = []corev1.Container{{
-		Name:         InitContainerName,
-		Image:        in.Config.SupervisorImage,
-		Command:      []string{in.Config.SupervisorPath, runspec.CommandInit},
-		Env:          env,
-		VolumeMounts: mounts,
-		SecurityContext: &corev1.SecurityContext{
-			RunAsUser:                ptr.To[int64](0),
-			AllowPrivilegeEscalation: ptr.To(false),
-			Capabilities: &corev1.Capabilities{
-				Drop: []corev1.Capability{"ALL"},
-				Add:  []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID"},
-			},
-			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
+		Name:            InitContainerName,
+		Image:           in.Config.SupervisorImage,
+		Command:         []string{in.Config.SupervisorPath, runspec.CommandInit},
+		Env:             env,
+		VolumeMounts:    mounts,
+		SecurityContext: runSecurityContext(),
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
 		},
 	}}
+	if err := securePod(in.Station.Name, &in.Station.Spec.Template, tmpl, in.Config.PodSecurityLevel); err != nil {
+		return nil, err
+	}
 
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
@@ -210,17 +205,6 @@ func Build(in Input) (*batchv1.Job, error) {
 	}, nil
 }
 
-func agentSecurityContext() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		RunAsNonRoot:             ptr.To(true),
-		RunAsUser:                ptr.To[int64](1000),
-		RunAsGroup:               ptr.To[int64](1000),
-		AllowPrivilegeEscalation: ptr.To(false),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
-}
-
 func hasPort(c *corev1.Container, port int32) bool {
 	for _, p := range c.Ports {
 		if p.ContainerPort == port {
@@ -230,9 +214,10 @@ func hasPort(c *corev1.Container, port int32) bool {
 	return false
 }
 
-// validateTemplate refuses templates that would let an agent escape its
-// pod: host namespaces, hostPath volumes, privileged containers. Init
-// containers are not checked because the controller replaces them.
+// validateTemplate refuses templates without the agent container. What
+// would let an agent escape its pod (host namespaces, hostPath volumes,
+// privileged containers and the rest of the Pod Security Standards) is
+// refused by securePod on the Job's pod.
 func validateTemplate(station string, t *corev1.PodTemplateSpec) error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%w: Station %s: %s", ErrInvalidTemplate, station, fmt.Sprintf(format, args...))
@@ -240,19 +225,8 @@ func validateTemplate(station string, t *corev1.PodTemplateSpec) error {
 	if len(t.Spec.Containers) == 0 {
 		return fail("spec.template.spec.containers is empty; it needs a container named %q", agentsv1alpha1.AgentContainerName)
 	}
-	if t.Spec.HostNetwork || t.Spec.HostPID || t.Spec.HostIPC {
-		return fail("spec.template.spec must not use the host's network, PID or IPC namespace")
-	}
-	for _, v := range t.Spec.Volumes {
-		if v.HostPath != nil {
-			return fail("spec.template.spec.volumes[%s] is a hostPath volume, which is not allowed", v.Name)
-		}
-	}
 	found := false
 	for _, c := range t.Spec.Containers {
-		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
-			return fail("spec.template.spec.containers[%s] is privileged, which is not allowed", c.Name)
-		}
 		if c.Name == agentsv1alpha1.AgentContainerName {
 			found = true
 		}

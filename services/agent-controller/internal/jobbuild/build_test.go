@@ -192,13 +192,13 @@ func TestBuildRefusals(t *testing.T) {
 	}{
 		{"a template without an agent container is refused", func(in *Input) { in.Station.Spec.Template.Spec.Containers[0].Name = "main" }, `no container named "agent"`},
 		{"a template without containers is refused", func(in *Input) { in.Station.Spec.Template.Spec.Containers = nil }, "containers is empty"},
-		{"host networking is refused", func(in *Input) { in.Station.Spec.Template.Spec.HostNetwork = true }, "host's network"},
+		{"host networking is refused", func(in *Input) { in.Station.Spec.Template.Spec.HostNetwork = true }, "hostNetwork=true"},
 		{"hostPath volumes are refused", func(in *Input) {
 			in.Station.Spec.Template.Spec.Volumes = append(in.Station.Spec.Template.Spec.Volumes, corev1.Volume{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
-		}, "volumes[h] is a hostPath"},
+		}, `volume "h" uses restricted volume type "hostPath"`},
 		{"privileged containers are refused", func(in *Input) {
 			in.Station.Spec.Template.Spec.Containers[1].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
-		}, "containers[sidecar] is privileged"},
+		}, `privileged (container "sidecar" must not set securityContext.privileged=true)`},
 		{"an exec recipe needs tool_config.command", func(in *Input) { in.Model = "exec" }, "tool_config.command"},
 	}
 	for _, c := range cases {

@@ -6,7 +6,10 @@ package config
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/agentplane/agentplane/libs/service"
 )
@@ -31,7 +34,23 @@ type Config struct {
 	AnthropicBaseURL string
 	OpenAIBaseURL    string
 	GeminiBaseURL    string
+	// TokenAudience is the audience a caller's ServiceAccount token must
+	// be issued for.
+	TokenAudience string
+	// AllowedCallers are the usernames (system:serviceaccount:NS:NAME)
+	// that may call BatchService; everyone else is refused.
+	AllowedCallers []string
+	// SecretNamespaces are the namespaces whose agent-secrets are read;
+	// empty reads every namespace.
+	SecretNamespaces []string
 }
+
+// DefaultTokenAudience is the audience agent-controller's projected token
+// is issued for (the charts' default too).
+const DefaultTokenAudience = "agentplane-batch-poller"
+
+// saPrefix starts every ServiceAccount username.
+const saPrefix = "system:serviceaccount:"
 
 // maxPollSeconds caps the poll period at a day: a longer one is a typo,
 // and the vendors expire batches within a day anyway.
@@ -53,11 +72,40 @@ func newFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 	fs.StringVar(&c.AnthropicBaseURL, "anthropic-base-url", "", "Anthropic API base URL; the SDK default (https://api.anthropic.com) when empty")
 	fs.StringVar(&c.OpenAIBaseURL, "openai-base-url", "", "OpenAI API base URL, ending in /v1; the SDK default (https://api.openai.com/v1) when empty")
 	fs.StringVar(&c.GeminiBaseURL, "gemini-base-url", "", "Gemini API base URL; the SDK default when empty")
+	fs.StringVar(&c.TokenAudience, "token-audience", DefaultTokenAudience,
+		"audience a caller's ServiceAccount token must be issued for (checked with a TokenReview); a plain API token is refused")
+	var callers, namespaces string
+	fs.StringVar(&callers, "allowed-callers", "",
+		"comma-separated usernames allowed to call BatchService, each system:serviceaccount:NAMESPACE:NAME (agent-controller's); required")
+	fs.StringVar(&namespaces, "secret-namespaces", "",
+		"comma-separated namespaces whose agent-secrets are read, one watch each; every namespace when empty (RBAC must match)")
 	fs.Check(func() error {
 		if !(pollSeconds > 0 && pollSeconds <= maxPollSeconds) {
 			return fmt.Errorf("--batch-poll-seconds / BATCH_POLL_SECONDS must be a number of seconds in (0, %d], got %g", maxPollSeconds, pollSeconds)
 		}
 		c.PollPeriod = time.Duration(pollSeconds * float64(time.Second))
+		return nil
+	})
+	fs.Check(func() error {
+		if c.TokenAudience == "" {
+			return fmt.Errorf("--token-audience / TOKEN_AUDIENCE must not be empty: without it any API token of an allowed caller is accepted")
+		}
+		c.AllowedCallers = splitList(callers)
+		if len(c.AllowedCallers) == 0 {
+			return fmt.Errorf("--allowed-callers / ALLOWED_CALLERS must name at least one caller (agent-controller's ServiceAccount)")
+		}
+		for _, u := range c.AllowedCallers {
+			if parts := strings.Split(strings.TrimPrefix(u, saPrefix), ":"); !strings.HasPrefix(u, saPrefix) || len(parts) != 2 ||
+				parts[0] == "" || parts[1] == "" {
+				return fmt.Errorf("--allowed-callers / ALLOWED_CALLERS: %q is not %s<namespace>:<name>", u, saPrefix)
+			}
+		}
+		c.SecretNamespaces = splitList(namespaces)
+		for _, ns := range c.SecretNamespaces {
+			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+				return fmt.Errorf("--secret-namespaces / SECRET_NAMESPACES: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+			}
+		}
 		return nil
 	})
 	fs.Check(func() error {
@@ -67,6 +115,17 @@ func newFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 		return nil
 	})
 	return fs, c
+}
+
+// splitList splits a comma-separated list, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Parse reads args (without the program name), then getenv for each flag

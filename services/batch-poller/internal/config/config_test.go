@@ -3,6 +3,8 @@ package config
 import (
 	"bytes"
 	"errors"
+	"maps"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,10 @@ import (
 	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/libs/service/servicetest"
 )
+
+// caller is an allowed caller every case that does not test the flag
+// passes, since the flag is required.
+const caller = "system:serviceaccount:agentplane-system:agent-controller"
 
 func TestParse(t *testing.T) {
 	cases := []struct {
@@ -22,15 +28,30 @@ func TestParse(t *testing.T) {
 		{"defaults follow the documented table", nil, nil, func(c *Config) bool {
 			return c.GRPCBindAddress == ":9090" && c.MetricsBindAddress == ":8080" && c.HealthProbeBindAddress == ":8081" &&
 				c.PollPeriod == time.Minute && c.NATSURL == "" && c.Kube.Kubeconfig == "" && c.ShutdownTimeout == 15*time.Second &&
-				c.PollConcurrency == 32 && c.Kube.QPS == 50 && c.Kube.Burst == 100 && c.LogLevel == "info"
+				c.PollConcurrency == 32 && c.Kube.QPS == 50 && c.Kube.Burst == 100 && c.LogLevel == "info" &&
+				c.TokenAudience == "agentplane-batch-poller" && len(c.SecretNamespaces) == 0
 		}, ""},
+		{"allowed callers and secret namespaces are comma-separated lists", []string{
+			"--allowed-callers", caller + ", system:serviceaccount:ops:debugger", "--secret-namespaces", "team-a,team-b,", "--token-audience", "aud"}, nil,
+			func(c *Config) bool {
+				return reflect.DeepEqual(c.AllowedCallers, []string{caller, "system:serviceaccount:ops:debugger"}) &&
+					reflect.DeepEqual(c.SecretNamespaces, []string{"team-a", "team-b"}) && c.TokenAudience == "aud"
+			}, ""},
+		{"allowed callers are required", []string{"--allowed-callers="}, nil, nil, "ALLOWED_CALLERS"},
+		{"an allowed caller must be a ServiceAccount username", []string{"--allowed-callers=agentplane-system/agent-controller"}, nil, nil, "--allowed-callers"},
+		{"an allowed caller needs a namespace and a name", []string{"--allowed-callers=system:serviceaccount::agent-controller"}, nil, nil, "--allowed-callers"},
+		{"an empty token audience is refused", []string{"--token-audience="}, nil, nil, "TOKEN_AUDIENCE"},
+		{"a secret namespace must be a namespace name", []string{"--secret-namespaces=Team_A"}, nil, nil, "--secret-namespaces"},
 		{"environment fills what flags leave out", nil, map[string]string{"BATCH_POLL_SECONDS": "0.2", "NATS_URL": "nats://x:4222",
 			"ANTHROPIC_BASE_URL": "http://a", "OPENAI_BASE_URL": "http://o/v1", "GEMINI_BASE_URL": "http://g", "GRPC_BIND_ADDRESS": ":1",
-			"BATCH_POLL_CONCURRENCY": "4", "METRICS_BIND_ADDRESS": ":2", "HEALTH_PROBE_BIND_ADDRESS": ":3", "KUBECONFIG": "/kc"},
+			"BATCH_POLL_CONCURRENCY": "4", "METRICS_BIND_ADDRESS": ":2", "HEALTH_PROBE_BIND_ADDRESS": ":3", "KUBECONFIG": "/kc",
+			"ALLOWED_CALLERS": caller, "SECRET_NAMESPACES": "team-a", "TOKEN_AUDIENCE": "aud"},
 			func(c *Config) bool {
 				return c.PollPeriod == 200*time.Millisecond && c.NATSURL == "nats://x:4222" && c.AnthropicBaseURL == "http://a" &&
 					c.OpenAIBaseURL == "http://o/v1" && c.GeminiBaseURL == "http://g" && c.GRPCBindAddress == ":1" &&
-					c.PollConcurrency == 4 && c.MetricsBindAddress == ":2" && c.HealthProbeBindAddress == ":3" && c.Kube.Kubeconfig == "/kc"
+					c.PollConcurrency == 4 && c.MetricsBindAddress == ":2" && c.HealthProbeBindAddress == ":3" && c.Kube.Kubeconfig == "/kc" &&
+					reflect.DeepEqual(c.AllowedCallers, []string{caller}) && reflect.DeepEqual(c.SecretNamespaces, []string{"team-a"}) &&
+					c.TokenAudience == "aud"
 			}, ""},
 		{"a flag wins over its variable", []string{"--batch-poll-seconds", "5"}, map[string]string{"BATCH_POLL_SECONDS": "7"},
 			func(c *Config) bool { return c.PollPeriod == 5*time.Second }, ""},
@@ -45,7 +66,9 @@ func TestParse(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Parse(tc.args, func(k string) string { return tc.env[k] }, &bytes.Buffer{})
+			env := map[string]string{"ALLOWED_CALLERS": caller}
+			maps.Copy(env, tc.env)
+			c, err := Parse(tc.args, func(k string) string { return env[k] }, &bytes.Buffer{})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want one naming %s", err, tc.wantErr)

@@ -1,6 +1,8 @@
 // Package keys reads vendor API keys from each namespace's agent-secrets
-// Secret through one informer on those Secrets across all namespaces, so
-// polling thousands of batches costs no API-server reads.
+// Secret through informers on those Secrets only (a field selector on
+// metadata.name, which RBAC with resourceNames authorises), so polling
+// thousands of batches costs no API-server reads: one informer per listed
+// namespace, or one across all namespaces when none is listed.
 package keys
 
 import (
@@ -34,47 +36,98 @@ func DefaultKeyName(p batchv1.Provider) string {
 	return "ANTHROPIC_API_KEY"
 }
 
-// Source serves keys from the informer's cache.
+// Source serves keys from the informers' caches.
 type Source struct {
-	kube    kubernetes.Interface
-	factory informers.SharedInformerFactory
-	synced  cache.InformerSynced
-	lister  listersv1.SecretLister
+	kube kubernetes.Interface
+	// namespaces are the namespaces read; nil reads every namespace.
+	namespaces map[string]bool
+	factories  []informers.SharedInformerFactory
+	synced     []cache.InformerSynced
+	// listers are the informers' listers by namespace ("" for all).
+	listers map[string]listersv1.SecretLister
 }
 
-// New builds the informer; Start runs it.
-func New(kube kubernetes.Interface) *Source {
-	f := informers.NewSharedInformerFactoryWithOptions(kube, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			// Only the one Secret per namespace that holds run keys.
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", agentsv1alpha1.AgentSecretsName).String()
-		}))
-	inf := f.Core().V1().Secrets()
-	s := &Source{kube: kube, factory: f, synced: inf.Informer().HasSynced, lister: inf.Lister()}
+// New builds the informers: one per namespace of namespaces, or one
+// across every namespace when it is empty. Start runs them.
+func New(kube kubernetes.Interface, namespaces ...string) *Source {
+	s := &Source{kube: kube, listers: map[string]listersv1.SecretLister{}}
+	scopes := []string{metav1.NamespaceAll}
+	if len(namespaces) > 0 {
+		s.namespaces, scopes = map[string]bool{}, nil
+		for _, ns := range namespaces {
+			if !s.namespaces[ns] {
+				s.namespaces[ns] = true
+				scopes = append(scopes, ns)
+			}
+		}
+	}
+	for _, ns := range scopes {
+		f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+				// Only the one Secret per namespace that holds run keys;
+				// RBAC names it in resourceNames, which admits a list or
+				// watch only with this selector.
+				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", agentsv1alpha1.AgentSecretsName).String()
+			}))
+		inf := f.Core().V1().Secrets()
+		s.factories = append(s.factories, f)
+		s.synced = append(s.synced, inf.Informer().HasSynced)
+		s.listers[ns] = inf.Lister()
+	}
 	return s
 }
 
-// Start runs the informer until ctx ends.
-func (s *Source) Start(ctx context.Context) { s.factory.Start(ctx.Done()) }
+// Start runs the informers until ctx ends.
+func (s *Source) Start(ctx context.Context) {
+	for _, f := range s.factories {
+		f.Start(ctx.Done())
+	}
+}
 
-// WaitForSync blocks until the cache holds the first full list, or timeout.
+// WaitForSync blocks until every cache holds its first full list, or
+// timeout.
 func (s *Source) WaitForSync(ctx context.Context, timeout time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return cache.WaitForCacheSync(ctx.Done(), s.synced)
+	return cache.WaitForCacheSync(ctx.Done(), s.synced...)
 }
 
-// Synced reports whether the cache is ready; /readyz follows it.
-func (s *Source) Synced() bool { return s.synced() }
+// Synced reports whether every cache is ready; /readyz follows it.
+func (s *Source) Synced() bool {
+	for _, ok := range s.synced {
+		if !ok() {
+			return false
+		}
+	}
+	return true
+}
+
+// lister returns the lister serving namespace, nil when the namespace is
+// not one batch-poller reads.
+func (s *Source) lister(namespace string) listersv1.SecretLister {
+	if s.namespaces == nil {
+		return s.listers[metav1.NamespaceAll]
+	}
+	if !s.namespaces[namespace] {
+		return nil
+	}
+	return s.listers[namespace]
+}
 
 // Key returns the value of key keyName in namespace's agent-secrets. A
 // missing Secret or key is FailedPrecondition naming both, never a value.
 // ctx bounds the live read that confirms a cache miss.
 func (s *Source) Key(ctx context.Context, namespace, keyName string) (string, error) {
-	if !s.synced() {
+	lister := s.lister(namespace)
+	if lister == nil {
+		// Not read at all (nor allowed by RBAC): say so rather than ask.
+		return "", status.Errorf(codes.FailedPrecondition,
+			"namespace %q is not one batch-poller reads %q in (its --secret-namespaces)", namespace, agentsv1alpha1.AgentSecretsName)
+	}
+	if !s.Synced() {
 		return "", status.Error(codes.Unavailable, "API keys not loaded yet: the agent-secrets cache has not synced")
 	}
-	sec, err := s.lister.Secrets(namespace).Get(agentsv1alpha1.AgentSecretsName)
+	sec, err := lister.Secrets(namespace).Get(agentsv1alpha1.AgentSecretsName)
 	if apierrors.IsNotFound(err) || err == nil && len(sec.Data[keyName]) == 0 {
 		// A Secret created or filled a moment ago may not have reached the
 		// cache yet: confirm a miss with one live read before refusing.

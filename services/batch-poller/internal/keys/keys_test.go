@@ -131,3 +131,38 @@ func TestDefaultKeyName(t *testing.T) {
 		})
 	}
 }
+
+// TestSourceOfListedNamespacesReadsNoOther: with namespaces given, a key
+// of any other namespace is refused without a read, even where an
+// agent-secrets exists.
+func TestSourceOfListedNamespacesReadsNoOther(t *testing.T) {
+	ctx := t.Context()
+	listed, other := env.Namespace(t), env.Namespace(t)
+	for _, ns := range []string{listed, other} {
+		if _, err := env.Kube.CoreV1().Secrets(ns).Create(ctx, secret(ns, "agent-secrets", map[string]string{"ANTHROPIC_API_KEY": secretValue}),
+			metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := New(env.Kube, listed, listed)
+	src.Start(ctx)
+	if !src.WaitForSync(ctx, 30*time.Second) {
+		t.Fatal("cache never synced")
+	}
+	eventually(t, func() error { _, err := src.Key(ctx, listed, "ANTHROPIC_API_KEY"); return err })
+	cases := []struct {
+		name, ns string
+		code     codes.Code
+	}{
+		{"a listed namespace's key is read", listed, codes.OK},
+		{"another namespace's key is refused, naming the flag", other, codes.FailedPrecondition},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := src.Key(ctx, tc.ns, "ANTHROPIC_API_KEY")
+			if status.Code(err) != tc.code || (err != nil && !strings.Contains(err.Error(), "--secret-namespaces")) {
+				t.Errorf("err = %v, want %v", err, tc.code)
+			}
+		})
+	}
+}

@@ -18,6 +18,10 @@ import (
 func grpcError(op string, err error) error {
 	var ve *vendor.Error
 	switch {
+	case errors.Is(err, tracker.ErrNotThisRun):
+		// As for a batch that does not exist: the caller learns nothing
+		// of another run's.
+		return status.Errorf(codes.NotFound, "%s: %v", op, err)
 	case errors.As(err, &ve):
 		return status.Errorf(codeForHTTP(ve.HTTPStatus), "%s: %v", op, err)
 	case errors.Is(err, tracker.ErrNoBatchAPI):

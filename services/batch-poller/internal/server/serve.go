@@ -1,21 +1,29 @@
 package server
 
 import (
+	"errors"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/agentplane/agentplane/libs/grpcauth"
 	"github.com/agentplane/agentplane/libs/service"
 	batchv1 "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 )
 
 // NewGRPC returns the skeleton's gRPC server (health, reflection,
-// interceptors; its metrics on reg) with svc registered. BatchService has
-// a health status of its own besides the server's, so a client may ask
-// for either; both follow the server's.
-func NewGRPC(log *slog.Logger, reg prometheus.Registerer, svc batchv1.BatchServiceServer) (*service.GRPCServer, error) {
-	g, err := service.NewGRPCServer(log, reg)
+// interceptors; its metrics on reg) with svc registered behind guard:
+// every call but gRPC health and reflection needs a caller guard admits
+// (docs/batch-poller.md, "Callers"). BatchService has a health status of
+// its own besides the server's, so a client may ask for either; both
+// follow the server's.
+func NewGRPC(log *slog.Logger, reg prometheus.Registerer, svc batchv1.BatchServiceServer, guard grpcauth.Guard) (*service.GRPCServer, error) {
+	if guard.Authn == nil || guard.Authorize == nil {
+		return nil, errors.New("batch-poller serves no call without an authenticator and an allow list")
+	}
+	guard.Open = grpcauth.HealthAndReflection
+	g, err := service.NewGRPCServer(log, reg, guard.ServerOptions()...)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/agentplane/agentplane/libs/grpcauth"
 	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/libs/service/servicetest"
 	"github.com/agentplane/agentplane/libs/testenv"
@@ -42,10 +43,14 @@ const (
 	period  = 150 * time.Millisecond
 )
 
-// stack is the whole service on real parts: envtest Secrets, fakevendor
-// over HTTP and the gRPC server on a real listener.
+// stack is the whole service on real parts: envtest Secrets and
+// TokenReviews, fakevendor over HTTP and the gRPC server on a real
+// listener. client calls as the allowed caller, the ServiceAccount
+// agent-controller of namespace ctl, with a token for the audience.
 type stack struct {
 	ns     string
+	ctl    string
+	addr   string
 	fv     *fakevendor.Server
 	client batchv1.BatchServiceClient
 	conn   *grpc.ClientConn
@@ -57,7 +62,8 @@ type stack struct {
 
 func startStack(t *testing.T, secretData map[string]string) *stack {
 	t.Helper()
-	s := &stack{ns: env.Namespace(t), m: metrics.New(), done: make(chan error, 1)}
+	s := &stack{ns: env.Namespace(t), ctl: env.Namespace(t), m: metrics.New(), done: make(chan error, 1)}
+	allowed := serviceAccount(t, s.ctl, "agent-controller")
 	if secretData != nil {
 		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "agent-secrets"}, StringData: secretData}
 		if _, err := env.Kube.CoreV1().Secrets(s.ns).Create(t.Context(), sec, metav1.CreateOptions{}); err != nil {
@@ -85,15 +91,23 @@ func startStack(t *testing.T, secretData map[string]string) *stack {
 	tr := tracker.New([]vendor.Adapter{vendor.NewAnthropic(base, hc), vendor.NewOpenAI(base+"/v1", hc), vendor.NewGemini(base, hc)},
 		s.src, tracker.Options{Period: period, DefaultKeyName: keys.DefaultKeyName, Metrics: s.m})
 	go tr.Run(ctx)
-	g, err := NewGRPC(slog.New(slog.DiscardHandler), s.m.Registry, NewService(tr))
+	guard := grpcauth.Guard{
+		Authn:     grpcauth.NewAuthenticator(env.Kube, grpcauth.Options{TTL: time.Second, Audiences: []string{audience}}),
+		Authorize: grpcauth.AllowUsers(allowed),
+	}
+	g, err := NewGRPC(slog.New(slog.DiscardHandler), s.m.Registry, NewService(tr), guard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Listen("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
+	s.addr = g.Addr().String()
 	go func() { s.done <- g.Serve(ctx, 2*time.Second) }()
-	s.conn, err = grpc.NewClient(g.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// The allowed caller's token comes through the TokenRequest API, as
+	// agent-controller's does outside a pod.
+	s.conn, err = grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(grpcauth.NewRequestedToken(env.Kube, s.ctl, "agent-controller", audience, time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,8 +83,10 @@ func TestBenchPollCadenceAndNoticeLatency(t *testing.T) {
 	solo := New(adapters("http://127.0.0.1:1"), staticKeys(testKey), Options{Period: time.Hour, Metrics: metrics.New()})
 	h0 := heapMiB()
 	for i := range n {
-		solo.track(Ref{Run: runFor(fmt.Sprintf("m-%d", i)), Provider: batchv1.Provider_PROVIDER_ANTHROPIC,
-			BatchID: fmt.Sprintf("msgbatch_%024d", i), Model: "claude-opus-5-5"})
+		if _, err := solo.track(Ref{Run: runFor(fmt.Sprintf("m-%d", i)), Provider: batchv1.Provider_PROVIDER_ANTHROPIC,
+			BatchID: fmt.Sprintf("msgbatch_%024d", i), Model: "claude-opus-5-5"}, true); err != nil {
+			t.Fatal(err)
+		}
 	}
 	h1 := heapMiB()
 	report(t, "batch-poller: tracker table alone: %.1f MiB for %d batches (%.0f bytes per batch)", h1-h0, n, (h1-h0)*(1<<20)/float64(n))

@@ -58,9 +58,12 @@ type Tracker struct {
 	now         func() time.Time
 	epoch       time.Time
 
-	mu      sync.Mutex
-	entries map[string]*entry // by entryKey
-	byUID   map[string]string // run uid → entryKey, for idempotent Submit
+	mu sync.Mutex
+	// entries are the tracked batches by run (runKey: namespace and uid),
+	// one per run; batches indexes the same entries by batch (batchKey),
+	// so that no batch is tracked for two runs.
+	entries map[string]*entry
+	batches map[string]*entry
 	queue   pollHeap
 	live    int // tracked batches that have not ended
 	wake    chan struct{}
@@ -69,7 +72,8 @@ type Tracker struct {
 
 // entry is one tracked batch. Lock order: Tracker.mu before entry.mu.
 type entry struct {
-	key      string
+	key      string // runKey
+	bkey     string // batchKey
 	ref      Ref
 	vref     vendor.Ref
 	phase    time.Duration
@@ -87,6 +91,9 @@ type entry struct {
 	lastStart time.Time
 	ended     bool
 	gone      bool
+	// owned: the batch was submitted here for this run, or the vendor
+	// showed it is this run's (see owner.go).
+	owned bool
 }
 
 // New returns a Tracker over one adapter per provider. Call Run to start
@@ -108,7 +115,7 @@ func New(adapters []vendor.Adapter, keys Keys, opts Options) *Tracker {
 		adapters: map[batchv1.Provider]vendor.Adapter{}, keys: keys, period: opts.Period,
 		concurrency: opts.Concurrency, callTimeout: opts.CallTimeout, publish: opts.Publish,
 		keyName: opts.DefaultKeyName, m: opts.Metrics, log: opts.Log, now: time.Now,
-		entries: map[string]*entry{}, byUID: map[string]string{}, wake: make(chan struct{}, 1),
+		entries: map[string]*entry{}, batches: map[string]*entry{}, wake: make(chan struct{}, 1),
 	}
 	t.epoch = t.now()
 	for _, a := range adapters {
@@ -117,7 +124,12 @@ func New(adapters []vendor.Adapter, keys Keys, opts Options) *Tracker {
 	return t
 }
 
-func entryKey(p batchv1.Provider, id string) string { return vendor.ProviderName(p) + "/" + id }
+// batchKey names a batch: provider and vendor id.
+func batchKey(p batchv1.Provider, id string) string { return vendor.ProviderName(p) + "/" + id }
+
+// runKey names a run: its namespace and uid (the Agent name is not part
+// of it, the apiserver's uid already tells runs apart).
+func runKey(r Run) string { return r.Namespace + "/" + r.UID }
 
 // apiKey resolves the run's key for provider p.
 func (t *Tracker) apiKey(ctx context.Context, run Run, p batchv1.Provider) (string, error) {
@@ -147,36 +159,43 @@ func (t *Tracker) InFlight() int {
 func (t *Tracker) Tracked(p batchv1.Provider, id string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, ok := t.entries[entryKey(p, id)]
+	_, ok := t.batches[batchKey(p, id)]
 	return ok
 }
 
-// track returns the entry for ref, adding it (and queueing its first
-// poll) when it is new.
-func (t *Tracker) track(ref Ref) *entry {
-	k := entryKey(ref.Provider, ref.BatchID)
+// track returns the entry of ref's run and batch, adding it (and queueing
+// its first poll) when neither is tracked; owned says the batch was just
+// submitted for the run. A run tracked with another batch, or a batch
+// tracked for another run, is ErrNotThisRun: one run never reaches
+// another's batch through the table.
+func (t *Tracker) track(ref Ref, owned bool) (*entry, error) {
+	rk, bk := runKey(ref.Run), batchKey(ref.Provider, ref.BatchID)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e, ok := t.entries[k]; ok {
-		return e
+	if e, ok := t.entries[rk]; ok {
+		if e.bkey != bk {
+			return nil, notThisRun(ref)
+		}
+		return e, nil
+	}
+	if _, ok := t.batches[bk]; ok {
+		return nil, notThisRun(ref)
 	}
 	cli := vendor.CLIFor(ref.Provider)
 	if ref.Model != "" {
 		cli = cliOf(ref.Model)
 	}
 	e := &entry{
-		key: k, ref: ref, index: -1, phase: phaseOf(k, t.period),
-		vref: vendor.Ref{ID: ref.BatchID, CustomID: vendor.CustomID(ref.Run.UID), CLI: cli},
+		key: rk, bkey: bk, ref: ref, index: -1, phase: phaseOf(bk, t.period), owned: owned,
+		vref: vendor.Ref{ID: ref.BatchID, CustomID: vendor.CustomID(ref.Run.Namespace, ref.Run.UID),
+			LegacyCustomID: vendor.LegacyCustomID(ref.Run.UID), CLI: cli},
 		snap: Snapshot{State: batchv1.State_STATE_PENDING},
 	}
-	t.entries[k] = e
-	if ref.Run.UID != "" {
-		t.byUID[ref.Run.UID] = k
-	}
+	t.entries[rk], t.batches[bk] = e, e
 	t.schedule(e, time.Time{})
 	t.live++
 	t.m.InFlight.Inc()
-	return e
+	return e, nil
 }
 
 // untrack forgets e.
@@ -187,8 +206,8 @@ func (t *Tracker) untrack(e *entry) {
 		return
 	}
 	delete(t.entries, e.key)
-	if t.byUID[e.ref.Run.UID] == e.key {
-		delete(t.byUID, e.ref.Run.UID)
+	if t.batches[e.bkey] == e {
+		delete(t.batches, e.bkey)
 	}
 	t.unschedule(e)
 	e.mu.Lock()
@@ -248,9 +267,8 @@ func (t *Tracker) pollVendor(ctx context.Context, e *entry) error {
 	}
 	out, err := a.Poll(ctx, key, e.vref)
 	if err != nil {
-		if vendor.IsNotFound(err) {
-			t.untrack(e)
-			return fmt.Errorf("%w: %w", ErrGone, err)
+		if gone := t.forget(e, err); gone != nil {
+			return gone
 		}
 		t.recordErr(e, err)
 		t.log.Warn("batch poll failed; retrying next period", "provider", vendor.ProviderName(e.ref.Provider),
@@ -281,6 +299,7 @@ func (t *Tracker) record(e *entry, out vendor.Outcome) {
 	e.snap = Snapshot{State: out.State, Lines: out.Lines, FailureMessage: out.FailureMessage,
 		VendorStatus: out.VendorStatus, CheckedAt: t.now()}
 	e.known, e.lastErr = true, nil
+	e.owned = e.owned || out.Owned
 	justEnded := out.Ended() && !e.gone
 	if justEnded {
 		e.ended = true
@@ -340,27 +359,30 @@ func (e *entry) snapshot() (Snapshot, error) {
 
 // Get returns the batch's state, reading the vendor only when the batch
 // was never read or its last read is a period old. A batch not tracked yet
-// (after a restart) is tracked from now on.
+// (after a restart) is tracked from now on, once the vendor does not show
+// it is another run's (owner.go).
 func (t *Tracker) Get(ctx context.Context, ref Ref) (Snapshot, error) {
-	e := t.track(ref)
-	if err := t.maybePoll(ctx, e); err != nil && (errors.Is(err, ErrGone) || ctx.Err() != nil) {
+	e, err := t.track(ref, false)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if err := t.maybePoll(ctx, e); err != nil && (isGone(err) || ctx.Err() != nil) {
 		return Snapshot{}, err
 	}
 	return e.snapshot()
 }
 
 // Submit sends a run's prompt, or returns the batch already tracked for
-// the run's uid.
+// the run (its namespace and uid).
 func (t *Tracker) Submit(ctx context.Context, s Submission) (string, batchv1.Provider, error) {
 	cli := cliOf(s.Model)
 	p, ok := vendor.ProviderFor(cli)
 	if !ok {
 		return "", 0, fmt.Errorf("%w: model %q runs on %s", ErrNoBatchAPI, s.Model, cli)
 	}
-	v, err, _ := t.submits.Do(s.Run.UID, func() (any, error) {
+	v, err, _ := t.submits.Do(runKey(s.Run), func() (any, error) {
 		t.mu.Lock()
-		if k, ok := t.byUID[s.Run.UID]; ok {
-			e := t.entries[k]
+		if e, ok := t.entries[runKey(s.Run)]; ok {
 			t.mu.Unlock()
 			return e.ref, nil
 		}
@@ -374,14 +396,16 @@ func (t *Tracker) Submit(ctx context.Context, s Submission) (string, batchv1.Pro
 			return nil, err
 		}
 		id, err := a.Submit(ctx, key, vendor.Request{
-			CustomID: vendor.CustomID(s.Run.UID), Model: s.Model, Prompt: s.Prompt,
+			CustomID: vendor.CustomID(s.Run.Namespace, s.Run.UID), Model: s.Model, Prompt: s.Prompt,
 			MaxTokens: s.MaxTokens, OutputSchema: s.OutputSchema,
 		})
 		if err != nil {
 			return nil, err
 		}
 		ref := Ref{Run: s.Run, Provider: p, BatchID: id, Model: s.Model}
-		t.track(ref)
+		if _, err := t.track(ref, true); err != nil {
+			return nil, err
+		}
 		t.log.Info("batch submitted", "provider", vendor.ProviderName(p), "batch", id,
 			"namespace", s.Run.Namespace, "agent", s.Run.Agent, "uid", s.Run.UID)
 		return ref, nil
@@ -396,7 +420,13 @@ func (t *Tracker) Submit(ctx context.Context, s Submission) (string, batchv1.Pro
 // Cancel asks the vendor to stop the batch. A batch known to have ended is
 // answered from the table without a vendor call.
 func (t *Tracker) Cancel(ctx context.Context, ref Ref) (Snapshot, error) {
-	e := t.track(ref)
+	e, err := t.track(ref, false)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if err := t.verify(ctx, e); err != nil {
+		return Snapshot{}, err
+	}
 	e.mu.Lock()
 	ended := e.ended
 	e.mu.Unlock()
@@ -413,9 +443,8 @@ func (t *Tracker) Cancel(ctx context.Context, ref Ref) (Snapshot, error) {
 	}
 	out, err := a.Cancel(ctx, key, e.vref)
 	if err != nil {
-		if vendor.IsNotFound(err) {
-			t.untrack(e)
-			return Snapshot{}, fmt.Errorf("%w: %w", ErrGone, err)
+		if gone := t.forget(e, err); gone != nil {
+			return Snapshot{}, gone
 		}
 		return Snapshot{}, err
 	}
@@ -423,11 +452,24 @@ func (t *Tracker) Cancel(ctx context.Context, ref Ref) (Snapshot, error) {
 	return e.snapshot()
 }
 
-// Delete removes the batch at the vendor and stops tracking it. On error
-// the batch stays tracked, so a retry finds it.
+// Delete removes the batch at the vendor and stops tracking it. A batch
+// not tracked (after a restart, or deleted before) is tracked first, so
+// the vendor is asked whose it is before anything is deleted; one already
+// gone at the vendor is not an error. On error the batch stays tracked, so
+// a retry finds it.
 func (t *Tracker) Delete(ctx context.Context, ref Ref) error {
 	a, err := t.adapter(ref.Provider)
 	if err != nil {
+		return err
+	}
+	e, err := t.track(ref, false)
+	if err != nil {
+		return err
+	}
+	if err := t.verify(ctx, e); err != nil {
+		if errors.Is(err, ErrGone) {
+			return nil
+		}
 		return err
 	}
 	key, err := t.apiKey(ctx, ref.Run, ref.Provider)
@@ -437,12 +479,7 @@ func (t *Tracker) Delete(ctx context.Context, ref Ref) error {
 	if err := a.Delete(ctx, key, ref.BatchID); err != nil {
 		return err
 	}
-	t.mu.Lock()
-	e := t.entries[entryKey(ref.Provider, ref.BatchID)]
-	t.mu.Unlock()
-	if e != nil {
-		t.untrack(e)
-	}
+	t.untrack(e)
 	return nil
 }
 

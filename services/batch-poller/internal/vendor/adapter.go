@@ -5,6 +5,8 @@ package vendor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +39,9 @@ type Ref struct {
 	ID string
 	// CustomID is the request's id inside the batch, to pick its result.
 	CustomID string
+	// LegacyCustomID is the id the run's request had before the namespace
+	// was part of it (LegacyCustomID); empty accepts only CustomID.
+	LegacyCustomID string
 	// CLI is the vendor CLI (vendors.NameClaude, ...) whose event lines the
 	// answer is written as.
 	CLI string
@@ -52,6 +57,9 @@ type Outcome struct {
 	Lines []string
 	// FailureMessage says why a FAILED batch failed.
 	FailureMessage string
+	// Owned: the vendor showed the batch carries the request id asked
+	// for (Ref.CustomID), so it is the run's.
+	Owned bool
 }
 
 // Ended reports whether the batch will not change any more.
@@ -96,6 +104,16 @@ func (e *Error) Error() string {
 
 // Unwrap gives the SDK's error.
 func (e *Error) Unwrap() error { return e.Err }
+
+// ErrOtherRun is returned by Poll and Cancel when the vendor shows the
+// batch carries another request id than Ref.CustomID: it was submitted
+// for another run, and nothing of it is the asking run's.
+var ErrOtherRun = errors.New("the batch was submitted for another run")
+
+// otherRun is ErrOtherRun for the batch id.
+func otherRun(provider, id string) error {
+	return fmt.Errorf("%s batch %s: %w", provider, id, ErrOtherRun)
+}
 
 // IsNotFound reports whether err is a vendor 404: the object is gone.
 func IsNotFound(err error) bool {
@@ -143,13 +161,33 @@ func CLIFor(p batchv1.Provider) string {
 	return vendors.NameClaude
 }
 
+// Matches reports whether a request id the vendor shows is the run's.
+func (r Ref) Matches(id string) bool {
+	return id == r.CustomID || (r.LegacyCustomID != "" && id == r.LegacyCustomID)
+}
+
 var notCustomIDChar = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
 
-// CustomID derives the request id from the run uid. It satisfies the
-// strictest vendor rule (Anthropic: ^[a-zA-Z0-9_-]{1,64}$) and is the same
+// CustomID derives the request id from the run: a hash of its namespace
+// and its uid, so the id names one run of one namespace and the vendor's
+// answer can be checked against the run asking (see the tracker's
+// owner.go). It satisfies the strictest vendor rule (Anthropic:
+// ^[a-zA-Z0-9_-]{1,64}$; a Kubernetes uid fits whole) and is the same
 // after a restart, so a re-tracked batch finds its result.
-func CustomID(uid string) string {
-	id := "run-" + notCustomIDChar.ReplaceAllString(uid, "_")
+func CustomID(namespace, uid string) string {
+	sum := sha256.Sum256([]byte(namespace))
+	return capID("run-" + hex.EncodeToString(sum[:])[:12] + "-" + notCustomIDChar.ReplaceAllString(uid, "_"))
+}
+
+// LegacyCustomID is the request id of batches submitted before the
+// namespace was part of it: the uid alone. A re-tracked batch carrying it
+// is still the run's, so batches in flight across an upgrade keep their
+// result.
+func LegacyCustomID(uid string) string {
+	return capID("run-" + notCustomIDChar.ReplaceAllString(uid, "_"))
+}
+
+func capID(id string) string {
 	if len(id) > 64 {
 		id = id[:64]
 	}

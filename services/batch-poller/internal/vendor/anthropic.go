@@ -93,20 +93,29 @@ func (a *Anthropic) outcome(ctx context.Context, c *anthropic.Client, b *anthrop
 	st := c.Messages.Batches.ResultsStreaming(ctx, ref.ID, anthropic.MessageBatchResultsParams{})
 	defer func() { _ = st.Close() }()
 	var found *anthropic.MessageBatchIndividualResponse
+	others := 0
 	for st.Next() {
 		r := st.Current()
-		// One request per batch: take ours, or the only line there is.
-		if r.CustomID == ref.CustomID || found == nil {
+		// Only our request's line: a result under another id is another
+		// run's (see the tracker's owner.go).
+		if ref.Matches(r.CustomID) {
 			found = &r
+		} else {
+			others++
 		}
 	}
 	if err := st.Err(); err != nil {
 		return Outcome{}, anthropicErr("results", err)
 	}
+	if found == nil && others > 0 {
+		return Outcome{}, otherRun("anthropic", ref.ID)
+	}
 	if found == nil {
 		return failed(status, fmt.Sprintf("anthropic batch %s ended with no result", ref.ID)), nil
 	}
-	return anthropicResult(status, ref, found, b.EndedAt), nil
+	out := anthropicResult(status, ref, found, b.EndedAt)
+	out.Owned = true
+	return out, nil
 }
 
 // anthropicResult maps one result line to an Outcome.

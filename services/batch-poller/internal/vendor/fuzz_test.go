@@ -2,6 +2,7 @@ package vendor
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func FuzzOpenAIResultFile(f *testing.F) {
 	f.Add([]byte("not json\n{\"custom_id\":1}\n\n"))
 	f.Add([]byte(`{"custom_id":"x","response":{"status_code":200,"body":{"choices":[]}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		l, ok := findOpenAILine(data, "run-u")
+		l, ok, _ := findOpenAILine(data, Ref{ID: "batch_1", CustomID: "run-u"})
 		if !ok {
 			return
 		}
@@ -74,6 +75,13 @@ func FuzzGeminiBatchJob(f *testing.F) {
 		if json.Unmarshal(data, &job) != nil {
 			return
 		}
-		checkOutcome(t, geminiOutcome(&job, Ref{ID: "batches/1", CustomID: "run-u", CLI: vendors.NameGemini}))
+		o, err := geminiOutcome(&job, Ref{ID: "batches/1", CustomID: "run-u", CLI: vendors.NameGemini})
+		if err != nil {
+			if !errors.Is(err, ErrOtherRun) {
+				t.Errorf("err = %v, want only ErrOtherRun", err)
+			}
+			return
+		}
+		checkOutcome(t, o)
 	})
 }

@@ -93,7 +93,7 @@ func (g *Gemini) Poll(ctx context.Context, key string, ref Ref) (Outcome, error)
 	if err != nil {
 		return Outcome{}, geminiErr("poll", err)
 	}
-	return geminiOutcome(job, ref), nil
+	return geminiOutcome(job, ref)
 }
 
 func geminiEnded(s genai.JobState) bool {
@@ -106,21 +106,31 @@ func geminiEnded(s genai.JobState) bool {
 }
 
 // geminiOutcome maps a job; the answers come inlined in the job itself, so
-// no second call is needed.
-func geminiOutcome(job *genai.BatchJob, ref Ref) Outcome {
+// no second call is needed. The job's display name and its response's
+// metadata carry the request id (Submit): another one is another run's
+// batch.
+func geminiOutcome(job *genai.BatchJob, ref Ref) (Outcome, error) {
 	status := string(job.State)
+	if job.DisplayName != "" && !ref.Matches(job.DisplayName) {
+		return Outcome{}, otherRun("gemini", ref.ID)
+	}
+	owned := job.DisplayName != ""
 	if !geminiEnded(job.State) {
-		return pending(status)
+		out := pending(status)
+		out.Owned = owned
+		return out, nil
 	}
 	if job.Dest != nil && len(job.Dest.InlinedResponses) > 0 {
-		var found *genai.InlinedResponse
 		for _, r := range job.Dest.InlinedResponses {
-			if r != nil && (found == nil || r.Metadata["key"] == ref.CustomID) {
-				found = r
+			if r == nil {
+				continue
 			}
-		}
-		if found != nil {
-			return geminiResponseOutcome(status, ref, job, found)
+			if k, ok := r.Metadata["key"]; ok && !ref.Matches(k) {
+				return Outcome{}, otherRun("gemini", ref.ID)
+			}
+			out := geminiResponseOutcome(status, ref, job, r)
+			out.Owned = true
+			return out, nil
 		}
 	}
 	word := strings.ToLower(strings.TrimPrefix(status, "JOB_STATE_"))
@@ -128,7 +138,9 @@ func geminiOutcome(job *genai.BatchJob, ref Ref) Outcome {
 	if job.Error != nil && job.Error.Message != "" {
 		msg = fmt.Sprintf("gemini batch %s %s: %s", ref.ID, word, job.Error.Message)
 	}
-	return failed(status, msg)
+	out := failed(status, msg)
+	out.Owned = owned
+	return out, nil
 }
 
 // geminiResponseOutcome maps one inlined response.
@@ -180,7 +192,7 @@ func (g *Gemini) Cancel(ctx context.Context, key string, ref Ref) (Outcome, erro
 	if err != nil {
 		return Outcome{}, geminiErr("cancel", err)
 	}
-	return geminiOutcome(job, ref), nil
+	return geminiOutcome(job, ref)
 }
 
 // Delete implements Adapter: the batch (inlined results go with it),

@@ -89,6 +89,8 @@ func (o *OpenAI) Submit(ctx context.Context, key string, req Request) (string, e
 	b, err := c.Batches.New(ctx, openai.BatchNewParams{
 		InputFileID: f.ID, Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions,
 		CompletionWindow: openai.BatchNewParamsCompletionWindow24h,
+		// Says whose batch it is before it ends (see outcome).
+		Metadata: shared.Metadata{openaiRunKey: req.CustomID},
 	})
 	if err != nil {
 		// Leave nothing behind for a batch that never existed.
@@ -116,13 +118,25 @@ func openaiEnded(s openai.BatchStatus) bool {
 	return false
 }
 
+// openaiRunKey is the batch metadata key holding the request id.
+const openaiRunKey = "agentplane_custom_id"
+
 // outcome reads the output file, then the error file, for the request's
 // line; a batch that failed validation has neither and says why in errors.
+// The batch's metadata and its files' lines must carry the request id
+// asked for: another one is another run's batch.
 func (o *OpenAI) outcome(ctx context.Context, c *openai.Client, b *openai.Batch, ref Ref) (Outcome, error) {
 	status := string(b.Status)
-	if !openaiEnded(b.Status) {
-		return pending(status), nil
+	id, tagged := b.Metadata[openaiRunKey]
+	if tagged && !ref.Matches(id) {
+		return Outcome{}, otherRun("openai", ref.ID)
 	}
+	if !openaiEnded(b.Status) {
+		out := pending(status)
+		out.Owned = tagged
+		return out, nil
+	}
+	others := false
 	for _, fid := range []string{b.OutputFileID, b.ErrorFileID} {
 		if fid == "" {
 			continue
@@ -131,9 +145,16 @@ func (o *OpenAI) outcome(ctx context.Context, c *openai.Client, b *openai.Batch,
 		if err != nil {
 			return Outcome{}, err
 		}
-		if l, ok := findOpenAILine(data, ref.CustomID); ok {
-			return openaiLineOutcome(status, ref, l), nil
+		l, ok, other := findOpenAILine(data, ref)
+		if ok {
+			out := openaiLineOutcome(status, ref, l)
+			out.Owned = true
+			return out, nil
 		}
+		others = others || other
+	}
+	if others {
+		return Outcome{}, otherRun("openai", ref.ID)
 	}
 	msg := fmt.Sprintf("openai batch %s ended %s without a result", ref.ID, status)
 	if b.Errors.Data != nil {

@@ -40,14 +40,12 @@ type openaiErrBody struct {
 	Message string `json:"message"`
 }
 
-// findOpenAILine returns the line for customID; a file of exactly one line
-// is taken whatever its id, since a batch holds one request. Lines that do
-// not decode are skipped.
-func findOpenAILine(data []byte, customID string) (openaiLine, bool) {
+// findOpenAILine returns the line of ref's request, and reports whether
+// the file holds lines of other ids (another run's). Lines that do not
+// decode are skipped.
+func findOpenAILine(data []byte, ref Ref) (line openaiLine, found, others bool) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64<<10), maxResultFile)
-	var only openaiLine
-	n := 0
 	for sc.Scan() {
 		raw := bytes.TrimSpace(sc.Bytes())
 		if len(raw) == 0 {
@@ -57,13 +55,12 @@ func findOpenAILine(data []byte, customID string) (openaiLine, bool) {
 		if json.Unmarshal(raw, &l) != nil {
 			continue
 		}
-		if l.CustomID == customID {
-			return l, true
+		if ref.Matches(l.CustomID) {
+			return l, true, others
 		}
-		only = l
-		n++
+		others = true
 	}
-	return only, n == 1
+	return openaiLine{}, false, others
 }
 
 // openaiLineOutcome maps a result line: a 2xx response is the answer, any

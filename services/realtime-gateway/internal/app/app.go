@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,6 +37,7 @@ import (
 	"github.com/agentplane/agentplane/services/realtime-gateway/internal/key"
 	"github.com/agentplane/agentplane/services/realtime-gateway/internal/metrics"
 	"github.com/agentplane/agentplane/services/realtime-gateway/internal/route"
+	"github.com/agentplane/agentplane/services/realtime-gateway/internal/servingcert"
 	"github.com/agentplane/agentplane/services/realtime-gateway/internal/session"
 	"github.com/agentplane/agentplane/services/realtime-gateway/internal/upstream"
 )
@@ -78,11 +81,17 @@ func New(ctx context.Context, cfg *config.Config, rc *rest.Config, log *slog.Log
 	}
 	cache, err := crcache.New(rc, crcache.Options{
 		Scheme: scheme,
-		// Only realtime run pods: the gateway never needs the others
-		// from the cache, and a live read answers the rare question.
-		ByObject: map[client.Object]crcache.ByObject{&corev1.Pod{}: {
-			Label: labels.SelectorFromSet(labels.Set{agentsv1alpha1.LabelExecution: string(agentsv1alpha1.ExecutionRealtime)}),
-		}},
+		// Only realtime run pods, and only run Jobs (read to check that
+		// the Agent controls its Job, route): the gateway never needs the
+		// others from the cache, and a live read answers the rare question.
+		ByObject: map[client.Object]crcache.ByObject{
+			&corev1.Pod{}: {
+				Label: labels.SelectorFromSet(labels.Set{agentsv1alpha1.LabelExecution: string(agentsv1alpha1.ExecutionRealtime)}),
+			},
+			&batchv1.Job{}: {
+				Label: labels.SelectorFromSet(labels.Set{agentsv1alpha1.LabelComponent: agentsv1alpha1.ComponentJob}),
+			},
+		},
 		DefaultTransform: crcache.TransformStripManagedFields(),
 		// Reads hand out the cached objects themselves, saving a deep copy
 		// per prompt; nothing in the gateway modifies what it reads (the
@@ -92,7 +101,7 @@ func New(ctx context.Context, cfg *config.Config, rc *rest.Config, log *slog.Log
 	if err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
-	for _, obj := range []client.Object{&agentsv1alpha1.Agent{}, &corev1.Pod{}} {
+	for _, obj := range []client.Object{&agentsv1alpha1.Agent{}, &corev1.Pod{}, &batchv1.Job{}} {
 		if _, err := cache.GetInformer(ctx, obj); err != nil {
 			return nil, fmt.Errorf("informer: %w", err)
 		}
@@ -111,17 +120,19 @@ func New(ctx context.Context, cfg *config.Config, rc *rest.Config, log *slog.Log
 		ObserveDial: func(d time.Duration) { m.UpstreamDial.Observe(d.Seconds()) },
 	})
 	gw := gateway.New(gateway.Deps{
-		Authn: auth.NewAuthenticator(kube, cfg.AuthCacheTTL), Authz: auth.NewAuthorizer(kube, cfg.AuthCacheTTL, cfg.DeniedCacheTTL),
+		Authn: auth.NewAuthenticator(kube, cfg.AuthCacheTTL, cfg.TokenAudiences), Authz: auth.NewAuthorizer(kube, cfg.AuthCacheTTL, cfg.DeniedCacheTTL),
 		Router: route.New(cache, live), Pods: pool, Key: keys.Key, Session: session.NewPatcher(live), Metrics: m, Log: log,
 	})
 	var opts []grpc.ServerOption
 	if cfg.TLSCertFile != "" {
-		creds, err := credentials.NewServerTLSFromFile(cfg.TLSCertFile, cfg.TLSPrivateKeyFile)
+		// Followed until ctx ends, so a renewed certificate is served
+		// without a restart (servingcert).
+		tc, err := servingcert.Watch(ctx, cfg.TLSCertFile, cfg.TLSPrivateKeyFile, log)
 		if err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("--tls-cert-file / --tls-private-key-file: %w", err)
 		}
-		opts = append(opts, grpc.Creds(creds))
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
 	}
 	if err := service.RegisterBuildInfo(m.Registry, config.Name); err != nil {
 		pool.Close()
@@ -183,7 +194,8 @@ func (a *App) GRPCAddr() net.Addr { return a.grpc.Addr() }
 // not returned drainWait later is stopped hard.
 func (a *App) Serve(ctx context.Context) error {
 	a.log.Info("realtime-gateway serving", "version", service.Version().Version, "grpc", a.GRPCAddr().String(),
-		"metrics", a.cfg.MetricsBindAddress, "health", a.cfg.HealthProbeBindAddress, "tls", a.cfg.TLSCertFile != "")
+		"metrics", a.cfg.MetricsBindAddress, "health", a.cfg.HealthProbeBindAddress, "tls", a.cfg.TLSCertFile != "",
+		"tokenAudiences", strings.Join(a.cfg.TokenAudiences, ","))
 	served := make(chan struct{})
 	go a.drainAfterTimeout(ctx, served)
 	err := a.grpc.Serve(ctx, a.cfg.ShutdownTimeout+drainWait)

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/agentplane/agentplane/libs/grpcauth"
 )
 
 // reviewer is an apiserver that accepts the token "good" and allows only
@@ -54,8 +56,7 @@ func withToken(token string) context.Context {
 func TestAuthenticatorRemembersAcceptedTokensForTheTTL(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	r := newReviewer()
-	a := NewAuthenticator(r.kube, time.Minute)
-	a.cache = cache.NewLRUExpireCacheWithClock(maxCacheEntries, clk)
+	a := grpcauth.NewAuthenticator(r.kube, grpcauth.Options{TTL: time.Minute, Clock: clk})
 	for range 3 {
 		if u, err := a.Authenticate(withToken("good")); err != nil || u.Name != "alice" {
 			t.Fatalf("Authenticate = %+v, %v", u, err)
@@ -80,7 +81,7 @@ func TestAuthenticatorRemembersAcceptedTokensForTheTTL(t *testing.T) {
 		t.Fatalf("%d token reviews, want a refused token reviewed every time", n)
 	}
 
-	uncached := NewAuthenticator(r.kube, 0)
+	uncached := NewAuthenticator(r.kube, 0, nil)
 	for range 2 {
 		if _, err := uncached.Authenticate(withToken("good")); err != nil {
 			t.Fatal(err)

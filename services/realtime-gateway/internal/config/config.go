@@ -7,6 +7,7 @@ package config
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/agentplane/agentplane/libs/service"
@@ -14,6 +15,13 @@ import (
 
 // Name is the service's name in logs, metrics and --version.
 const Name = "realtime-gateway"
+
+// DefaultTokenAudience is the audience a caller's token must be issued for
+// unless --token-audiences says otherwise, and the one agentctl asks for.
+// On by default, so that a gateway started without flags (the kustomize
+// manifests, the local stack) already refuses plain API tokens: a caller
+// never has to hand the gateway a token good for the whole API.
+const DefaultTokenAudience = "agentplane-realtime-gateway"
 
 // Config is the realtime-gateway's configuration; the flag table in
 // docs/realtime-gateway.md is generated from newFlagSet.
@@ -23,8 +31,12 @@ type Config struct {
 	// Kubernetes client, pod, gRPC address.
 	service.Options
 	// TLSCertFile and TLSPrivateKeyFile, both or neither, make the gRPC
-	// port serve TLS.
+	// port serve TLS; the pair is read again when the files change.
 	TLSCertFile, TLSPrivateKeyFile string
+	// TokenAudiences are asked of each TokenReview: a caller's token must
+	// be issued for one of them. Empty accepts the apiserver's own
+	// audiences, i.e. plain API tokens.
+	TokenAudiences []string
 	// KeySecretNamespace holds the shared key Secret: the flag's value,
 	// else the pod's namespace.
 	KeySecretNamespace string
@@ -46,8 +58,11 @@ func newFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 	fs.AddKube(&c.Kube, 50, 100)
 	fs.AddPod(&c.Pod)
 	fs.AddGRPC(&c.GRPCBindAddress, ":9443")
-	fs.StringVar(&c.TLSCertFile, "tls-cert-file", "", "PEM certificate of the gRPC port; plain TCP when empty (terminate TLS in front then)")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", "", "PEM certificate of the gRPC port, read again when it changes; plain TCP when empty (terminate TLS in front then)")
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file")
+	var audiences string
+	fs.StringVar(&audiences, "token-audiences", DefaultTokenAudience,
+		"comma-separated audiences a caller's token must be issued for; an explicit empty value accepts plain API tokens")
 	fs.StringVar(&c.KeySecretNamespace, "key-secret-namespace", "", "namespace of the agentplane-realtime-key Secret; the pod's namespace when empty")
 	fs.DurationVar(&c.DialTimeout, "dial-timeout", 5*time.Second, "bound on connecting to a run pod")
 	fs.DurationVar(&c.IdleConnTimeout, "idle-conn-timeout", 5*time.Minute, "close a run pod connection unused this long")
@@ -77,6 +92,19 @@ func newFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 	fs.Check(func() error {
 		if (c.TLSCertFile == "") != (c.TLSPrivateKeyFile == "") {
 			return fmt.Errorf("--tls-cert-file / TLS_CERT_FILE and --tls-private-key-file / TLS_PRIVATE_KEY_FILE go together: set both or neither")
+		}
+		return nil
+	})
+	fs.Check(func() error {
+		c.TokenAudiences = nil
+		if audiences == "" {
+			return nil
+		}
+		for _, a := range strings.Split(audiences, ",") {
+			if a = strings.TrimSpace(a); a == "" {
+				return fmt.Errorf("--token-audiences / TOKEN_AUDIENCES %q has an empty entry", audiences)
+			}
+			c.TokenAudiences = append(c.TokenAudiences, a)
 		}
 		return nil
 	})

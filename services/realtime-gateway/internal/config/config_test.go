@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +25,36 @@ func TestDefaults(t *testing.T) {
 	if c.GRPCBindAddress != ":9443" || c.MetricsBindAddress != ":8080" || c.HealthProbeBindAddress != ":8081" ||
 		c.ShutdownTimeout != 30*time.Second || c.KeySecretNamespace != "plat" || c.Kube.QPS != 50 || c.Kube.Burst != 100 ||
 		c.DialTimeout != 5*time.Second || c.IdleConnTimeout != 5*time.Minute || c.AuthCacheTTL != 10*time.Second ||
-		c.DeniedCacheTTL != 2*time.Second || c.TLSCertFile != "" {
+		c.DeniedCacheTTL != 2*time.Second || c.TLSCertFile != "" || !slices.Equal(c.TokenAudiences, []string{DefaultTokenAudience}) {
 		t.Fatalf("config %+v", c)
+	}
+}
+
+// TestTokenAudiences: the audiences are a comma-separated list; only an
+// explicit empty flag turns them off, since an empty variable is unset.
+func TestTokenAudiences(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want []string
+	}{
+		{"by default the gateway's own audience is required", nil, nil, []string{DefaultTokenAudience}},
+		{"the flag takes a comma-separated list", []string{"--token-audiences=a, b"}, nil, []string{"a", "b"}},
+		{"the variable takes one too", nil, map[string]string{"TOKEN_AUDIENCES": "a,b"}, []string{"a", "b"}},
+		{"an explicit empty flag accepts plain API tokens", []string{"--token-audiences="}, map[string]string{"TOKEN_AUDIENCES": "a"}, nil},
+		{"an empty variable leaves the default", nil, map[string]string{"TOKEN_AUDIENCES": ""}, []string{DefaultTokenAudience}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"POD_NAMESPACE": "plat"}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			c, err := parse(t, tc.args, env)
+			if err != nil || !slices.Equal(c.TokenAudiences, tc.want) {
+				t.Fatalf("Parse = %v, %v; want audiences %q", c, err, tc.want)
+			}
+		})
 	}
 }
 
@@ -61,6 +90,7 @@ func TestBadValuesNameTheFlag(t *testing.T) {
 		{"a certificate without a key is refused", []string{"--tls-cert-file=c.pem"}, nil, "--tls-private-key-file"},
 		{"a key without a certificate is refused", nil, map[string]string{"TLS_PRIVATE_KEY_FILE": "k.pem"}, "--tls-cert-file"},
 		{"an empty key namespace is refused", []string{"--pod-namespace="}, nil, "--key-secret-namespace"},
+		{"an empty audience in the list is refused", []string{"--token-audiences=a,,b"}, nil, "--token-audiences"},
 		{"an unknown log level is refused", []string{"--log-level=verbose"}, nil, "--log-level"},
 		{"the old flag names are gone", []string{"--shutdown-grace=1s"}, nil, "shutdown-grace"},
 		{"stray arguments are refused", []string{"extra"}, nil, "unexpected arguments"},

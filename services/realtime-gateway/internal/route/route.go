@@ -1,6 +1,13 @@
 // Package route finds where an Agent's session is served: the Agent must
-// exist, be a realtime run and be Running, and its Job must have a ready
-// pod, whose IP and container port named "realtime" are the address.
+// exist, be a realtime run and be Running, its Job must be controlled by
+// the Agent's uid, and that Job must control a ready pod, whose IP and
+// container port named "realtime" are the address.
+//
+// Names and labels prove nothing: anyone who may create Jobs or pods in
+// the namespace can create a Job of the run's name, or a pod carrying the
+// Job's label, and the gateway hands the pod it picks the run's token and
+// the callers' prompts. So only controller owner references, which carry
+// uids, are trusted: Agent uid → Job → Job uid → pod.
 //
 // Reads come from an informer cache so a prompt costs no API round trip;
 // every refusal is confirmed with a live read first, so a cache that lags a
@@ -15,6 +22,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,9 +107,17 @@ func (r *Router) target(ctx context.Context, rd client.Reader, a *agentsv1alpha1
 	case a.Status.JobName == "":
 		return nil, status.Errorf(codes.Unavailable, "Agent %s is Running but has no Job yet", id)
 	}
-	pods, err := r.jobPods(ctx, rd, a.Namespace, a.Status.JobName)
+	job, err := r.job(ctx, rd, a)
+	if err != nil {
+		return nil, err
+	}
+	pods, impostors, err := r.jobPods(ctx, rd, job)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "cannot list the pods of Agent %s: %v", id, err)
+	}
+	if len(pods) == 0 && impostors > 0 {
+		return nil, status.Errorf(codes.FailedPrecondition, "Agent %s: %d pod(s) carry the label of Job %s but none is controlled by it (uid %s); they are not the run's pod",
+			id, impostors, job.Name, job.UID)
 	}
 	if len(pods) == 0 {
 		return nil, status.Errorf(codes.Unavailable, "Agent %s has no pod yet (Job %s)", id, a.Status.JobName)
@@ -122,26 +138,59 @@ func (r *Router) target(ctx context.Context, rd client.Reader, a *agentsv1alpha1
 	return &Target{Agent: a, Pod: p.Name, Addr: net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(sessionPort(p))))}, nil
 }
 
-// jobPods lists the pods the Job controls. Pods merely labelled with the
-// Job's name are ignored: whoever can create pods must not be able to
+// job reads the Running Agent a's Job and refuses it unless a's uid
+// controls it: a Job of that name created by someone else, or left by a
+// deleted Agent of the same name, is not the run's.
+func (r *Router) job(ctx context.Context, rd client.Reader, a *agentsv1alpha1.Agent) (*batchv1.Job, error) {
+	id := a.Namespace + "/" + a.Name
+	job := &batchv1.Job{}
+	err := rd.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Status.JobName}, job)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, status.Errorf(codes.Unavailable, "Agent %s: its Job %s does not exist", id, a.Status.JobName)
+	case err != nil:
+		return nil, status.Errorf(codes.Unavailable, "cannot read the Job of Agent %s: %v", id, err)
+	}
+	if !metav1.IsControlledBy(job, a) {
+		owner := "no controller"
+		if ref := metav1.GetControllerOf(job); ref != nil {
+			owner = fmt.Sprintf("%s %s (uid %s)", ref.Kind, ref.Name, ref.UID)
+		}
+		return nil, status.Errorf(codes.FailedPrecondition, "Agent %s: Job %s is not controlled by this Agent (uid %s) but by %s; it is not the run's Job",
+			id, job.Name, a.UID, owner)
+	}
+	return job, nil
+}
+
+// jobPods lists the pods job controls (by its uid), and counts the others
+// that carry its name's label: whoever can create pods must not be able to
 // stand in for a run pod and be handed its token.
-func (r *Router) jobPods(ctx context.Context, rd client.Reader, namespace, job string) ([]*corev1.Pod, error) {
+func (r *Router) jobPods(ctx context.Context, rd client.Reader, job *batchv1.Job) (pods []*corev1.Pod, impostors int, err error) {
+	seen := map[types.UID]bool{}
 	for _, label := range []string{LabelJobName, LabelJobNameLegacy} {
 		list := &corev1.PodList{}
-		if err := rd.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{label: job}); err != nil {
-			return nil, err
+		if err := rd.List(ctx, list, client.InNamespace(job.Namespace), client.MatchingLabels{label: job.Name}); err != nil {
+			return nil, 0, err
 		}
-		var out []*corev1.Pod
 		for i := range list.Items {
-			if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.Kind == "Job" && ref.Name == job {
-				out = append(out, &list.Items[i])
+			p := &list.Items[i]
+			if seen[p.UID] {
+				continue
+			}
+			seen[p.UID] = true
+			if metav1.IsControlledBy(p, job) {
+				pods = append(pods, p)
+			} else {
+				impostors++
 			}
 		}
-		if len(out) > 0 {
-			return out, nil
+		if len(pods) > 0 {
+			// The Job controller sets both labels; older clusters only the
+			// legacy one, which is looked at only when needed.
+			return pods, impostors, nil
 		}
 	}
-	return nil, nil
+	return nil, impostors, nil
 }
 
 // pickReady returns the newest Running, Ready, not-deleting pod with an

@@ -32,11 +32,26 @@ type Plan struct {
 	Invocation vendors.Invocation
 }
 
-// Load decodes AGENT_RUN_SPEC and resolves the vendor and invocation.
+// Load decodes AGENT_RUN_SPEC and resolves the vendor and invocation. It
+// refuses a prompt that renders over prompt.MaxRenderedBytes and a
+// conversation id, pin or resumed session that is not a plain session id
+// (agentsv1alpha1.SessionIDPattern): those ids become paths of the
+// conversation store and arguments of the CLI, and admission checks them
+// only on objects created since it does.
 func Load(env runenv.Env) (*Plan, error) {
 	spec, err := runspec.Decode(env.RunSpec)
 	if err != nil {
 		return nil, err
+	}
+	if err := checkSessionIDs(spec, env); err != nil {
+		return nil, err
+	}
+	rendered := ""
+	if spec.ResumeSession == "" {
+		// A resumed session sends no initial prompt, so it is not rendered.
+		if rendered, err = prompt.Render(spec.Prompt, spec.Parameters); err != nil {
+			return nil, fmt.Errorf("render the prompt: %w", err)
+		}
 	}
 	v := vendors.Route(spec.Model)
 	if spec.Model == "" && len(spec.Command) > 0 {
@@ -44,7 +59,7 @@ func Load(env runenv.Env) (*Plan, error) {
 	}
 	inv := vendors.Invocation{
 		Model:           spec.Model,
-		Prompt:          prompt.Render(spec.Prompt, spec.Parameters),
+		Prompt:          rendered,
 		AllowedTools:    spec.AllowedTools,
 		DisallowedTools: spec.DisallowedTools,
 		PermissionMode:  agentsv1alpha1.PermissionMode(spec.PermissionMode),
@@ -58,7 +73,7 @@ func Load(env runenv.Env) (*Plan, error) {
 	if spec.ResumeSession != "" {
 		// A resumed realtime session continues that session and sends no
 		// initial prompt.
-		inv.ResumeID, inv.Prompt = spec.ResumeSession, ""
+		inv.ResumeID = spec.ResumeSession
 	}
 	for _, m := range spec.MCPServers {
 		// HeaderEnv is already the sanitised name MCPHeaderEnvName would
@@ -75,6 +90,24 @@ func Load(env runenv.Env) (*Plan, error) {
 		}
 	}
 	return &Plan{Spec: spec, Vendor: v, Invocation: inv}, nil
+}
+
+// checkSessionIDs refuses every id of the run that would become a store
+// path or a CLI argument and is not a plain session id.
+func checkSessionIDs(spec *runspec.Spec, env runenv.Env) error {
+	for _, id := range []struct{ what, value string }{
+		{"spec.resumeSession", spec.ResumeSession},
+		{"the conversation id (resources.conversation.id or spec.resumeSession)", env.ConversationID},
+		{"resources.conversation.pin", env.ConversationPin},
+	} {
+		if id.value == "" {
+			continue
+		}
+		if err := agentsv1alpha1.CheckSessionID(id.what, id.value); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // StartFresh drops the session to resume when the init step left

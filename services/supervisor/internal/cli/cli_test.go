@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/prompt"
 	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/services/supervisor/internal/runenv"
 )
@@ -112,6 +115,57 @@ func TestLoadUsesStagedSettingsOnlyWhenPresent(t *testing.T) {
 	}
 	if p, _ = load(t, spec, map[string]string{runspec.EnvHome: home}); p.Invocation.SettingsPath != f {
 		t.Fatalf("settings %q, want %q", p.Invocation.SettingsPath, f)
+	}
+}
+
+// TestLoadRefusesUnsafeSessionIDs is the attack of a session id that
+// reaches another path of the conversation store ("../team-b/x", fetched
+// with the recipe's credentials) or reads as a flag of the CLI ("--..."),
+// from an Agent or definition admitted before admission checked it: the
+// run refuses to start, naming the field, whatever vendor it runs.
+func TestLoadRefusesUnsafeSessionIDs(t *testing.T) {
+	realtime := func(model, resume string) *runspec.Spec {
+		return &runspec.Spec{Model: model, Prompt: "p", ResumeSession: resume, Execution: runspec.ExecutionRealtime}
+	}
+	tests := []struct {
+		rule string
+		spec *runspec.Spec
+		env  map[string]string
+		want string
+	}{
+		{"a resumed session climbing out of the store path is refused", realtime("claude-x", "../team-b/x"),
+			map[string]string{runspec.EnvConversationID: "../team-b/x"}, "spec.resumeSession"},
+		{"a resumed session that is a codex flag is refused", realtime("gpt-5-codex", "--dangerously-bypass-approvals-and-sandbox"),
+			map[string]string{runspec.EnvConversationID: "--dangerously-bypass-approvals-and-sandbox"}, "spec.resumeSession"},
+		{"a conversation id with a slash is refused", &runspec.Spec{Model: "claude-x", Prompt: "p"},
+			map[string]string{runspec.EnvConversationID: "team-b/x"}, "resources.conversation.id"},
+		{"a pin starting with a dash is refused", &runspec.Spec{Model: "gemini-3-pro", Prompt: "p"},
+			map[string]string{runspec.EnvConversationPin: "-x"}, "resources.conversation.pin"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			p, err := load(t, tt.spec, tt.env)
+			if !errors.Is(err, agentsv1alpha1.ErrInvalidSessionID) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Load = %+v, %v; want an ErrInvalidSessionID naming %s", p, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestLoadRefusesAPromptOverTheCap: the supervisor renders a Job run's
+// prompt itself and applies the controller's cap, so a spec frozen before
+// the controller checked it still cannot make the run build a huge prompt.
+func TestLoadRefusesAPromptOverTheCap(t *testing.T) {
+	spec := &runspec.Spec{Model: "claude-x", Prompt: strings.Repeat("{p}", 4000), Parameters: map[string]string{"p": strings.Repeat("x", 16<<10)}}
+	_, err := load(t, spec, nil)
+	var tl *prompt.TooLargeError
+	if !errors.As(err, &tl) || tl.Limit != prompt.MaxRenderedBytes || !strings.Contains(err.Error(), "render the prompt") {
+		t.Fatalf("Load = %v; want the prompt's *TooLargeError", err)
+	}
+	// A resumed session sends no prompt, so its size does not matter.
+	spec.ResumeSession, spec.Execution = "s1", runspec.ExecutionRealtime
+	if _, err := load(t, spec, map[string]string{runspec.EnvConversationID: "s1"}); err != nil {
+		t.Fatalf("a resumed session was refused for a prompt it does not send: %v", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/sinks"
 )
 
@@ -81,7 +82,9 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Save packs home/stateDir (see Pack) into a temporary file and POSTs it
 // to <Source>/<id> with Content-Type ContentType, Content-Length and
-// Header. Any 2xx answer is success. The archive is never held in memory,
+// Header; an id that is not a plain session id
+// (agentsv1alpha1.SessionIDPattern) is refused before anything is packed
+// or sent. Any 2xx answer is success. The archive is never held in memory,
 // and one larger than MaxBytes is not sent (ErrTooLarge). ctx bounds the
 // whole save, packing included. Errors are *Error.
 func (s Store) Save(ctx context.Context, id, home, stateDir string) (Receipt, error) {
@@ -92,6 +95,11 @@ func (s Store) Save(ctx context.Context, id, home, stateDir string) (Receipt, er
 	}
 	if id == "" {
 		return Receipt{}, &Error{Err: errors.New("no conversation id to save under")}
+	}
+	// JoinPath cleans "..": an id like "../team-b/x" would write over
+	// another path of the store with this run's credentials.
+	if err := agentsv1alpha1.CheckSessionID("the conversation id", id); err != nil {
+		return Receipt{}, &Error{Err: err}
 	}
 	u = u.JoinPath(id)
 	safe := sinks.SafeURL(u)

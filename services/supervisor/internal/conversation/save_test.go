@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 )
 
 // upload is one request a test store received.
@@ -85,6 +87,10 @@ func TestSave(t *testing.T) {
 		{name: "a source that is not http is refused without echoing it",
 			source: func(string) string { return "ftp://u:" + secret + "@store" }, wantErr: "not an http(s) url"},
 		{name: "an empty id is refused", status: http.StatusOK, id: "-", wantErr: "no conversation id"},
+		{name: "an id that climbs to another team's path of the store is refused before anything is sent", status: http.StatusOK,
+			id: "../team-b/x", source: func(base string) string { return base + "/team-a/" },
+			wantErr: "not a session id", isErr: agentsv1alpha1.ErrInvalidSessionID},
+		{name: "an id with a slash is refused", status: http.StatusOK, id: "team-b/x", wantErr: "not a session id", isErr: agentsv1alpha1.ErrInvalidSessionID},
 		{name: "a redirect to another host is not followed", posts: 1, wantErr: "status 307",
 			handler: func(other string) http.HandlerFunc {
 				return func(w http.ResponseWriter, r *http.Request) {
@@ -126,8 +132,12 @@ func TestSave(t *testing.T) {
 				home = t.TempDir()
 			}
 			id := "pin-1"
-			if tt.id == "-" {
+			switch tt.id {
+			case "":
+			case "-":
 				id = ""
+			default:
+				id = tt.id
 			}
 			tmp := t.TempDir()
 			s := Store{Source: source, Header: http.Header{"X-Conv": {secret}}, MaxBytes: tt.maxBytes, TempDir: tmp}
