@@ -33,9 +33,8 @@ func SecretSelector() labels.Selector {
 // never cached whole; the controllers watch their metadata only (see
 // WatchesMetadata in the PromptPack and SkillSource controllers) and read
 // the one ConfigMap a pass needs from the API server, so a tenant's
-// ConfigMaps never sit in this process's memory. Managed fields, and the
-// annotations of metadata-only objects (kubectl's last-applied annotation
-// repeats a ConfigMap's data), are dropped from everything cached.
+// ConfigMaps never sit in this process's memory; their cached metadata
+// is stripped too (stripCached).
 func ApplyCacheOptions(o *ctrl.Options) {
 	if o.Cache.ByObject == nil {
 		o.Cache.ByObject = map[client.Object]cache.ByObject{}
@@ -48,14 +47,14 @@ func ApplyCacheOptions(o *ctrl.Options) {
 	o.Client.Cache.DisableFor = append(o.Client.Cache.DisableFor, &corev1.ConfigMap{})
 }
 
-// stripCached drops what no controller reads from an object before the
-// cache stores it.
+// stripCached drops the annotations of metadata-only objects before the
+// cache stores them: no controller reads them, and kubectl's
+// last-applied annotation repeats a ConfigMap's data. Typed objects are
+// kept whole.
 func stripCached(obj any) (any, error) {
-	if m, ok := obj.(metav1.Object); ok {
-		m.SetManagedFields(nil)
-	}
 	if p, ok := obj.(*metav1.PartialObjectMetadata); ok {
 		p.Annotations = nil
+		p.ManagedFields = nil
 	}
 	return obj, nil
 }
