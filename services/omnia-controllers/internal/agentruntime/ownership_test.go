@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/diff"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -252,17 +253,37 @@ func TestOwnedObjectEditsAreReverted(t *testing.T) {
 	// Updates of the agent's Deployment, Service and HPA that the API
 	// server took. A pass over a cache that lags its own last write sends
 	// that write again with the old resourceVersion and gets a conflict:
-	// it changes nothing, so it is not counted.
-	var writes atomic.Int32
+	// it changes nothing, so it is not counted. Only this test's namespace
+	// counts: the manager also reconciles the agents earlier tests left,
+	// whose inputs this test's controllers may complete. Each write is
+	// described by what it changed on the server's copy, so a failure
+	// says which input moved.
+	var (
+		mu   sync.Mutex
+		what []string
+	)
 	res := startTimed(t, newTestClock(), func(r *Reconciler) {
 		r.Client = ctrltest.Intercept(r.Client, interceptor.Funcs{
 			Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-				err := cl.Update(ctx, obj, opts...)
 				switch obj.(type) {
 				case *appsv1.Deployment, *corev1.Service, *autoscalingv2.HorizontalPodAutoscaler:
-					if err == nil {
-						writes.Add(1)
+				default:
+					return cl.Update(ctx, obj, opts...)
+				}
+				if obj.GetNamespace() != ns {
+					return cl.Update(ctx, obj, opts...)
+				}
+				prev := obj.DeepCopyObject().(client.Object)
+				prevErr := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), prev)
+				err := cl.Update(ctx, obj, opts...)
+				if err == nil {
+					d := fmt.Sprintf("server copy unreadable: %v", prevErr)
+					if prevErr == nil {
+						d = diff.Diff(ownedFields(prev), ownedFields(obj))
 					}
+					mu.Lock()
+					what = append(what, fmt.Sprintf("%T %s (resourceVersion %s → %s; inputs now %s):\n%s", obj, obj.GetName(), prev.GetResourceVersion(), obj.GetResourceVersion(), hashInputs(ctx, obj.GetNamespace()), d))
+					mu.Unlock()
 				}
 				return err
 			},
@@ -280,11 +301,16 @@ func TestOwnedObjectEditsAreReverted(t *testing.T) {
 	// Passes over objects as the API server stores them, defaults and
 	// all, find nothing to repair.
 	res.pokeAndWait(t, ns, "agent")
-	before := writes.Load()
+	mu.Lock()
+	before := len(what)
+	mu.Unlock()
 	res.pokeAndWait(t, ns, "agent")
 	res.pokeAndWait(t, ns, "agent")
-	if n := writes.Load() - before; n != 0 {
-		t.Fatalf("%d writes of unchanged owned objects", n)
+	mu.Lock()
+	extra := what[before:]
+	mu.Unlock()
+	if len(extra) != 0 {
+		t.Fatalf("%d writes of unchanged owned objects:\n%s\n\nearlier writes:\n%s", len(extra), strings.Join(extra, "\n"), strings.Join(what[:before], "\n"))
 	}
 
 	update(t, &appsv1.Deployment{}, ns, "agent", func(o client.Object) {
@@ -338,4 +364,41 @@ func TestOwnedObjectEditsAreReverted(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// ownedFields are the parts of a Deployment, Service or HPA the controller
+// writes, for a diff that leaves out status and bookkeeping.
+func ownedFields(o client.Object) any {
+	meta := struct {
+		Labels, Annotations map[string]string
+		Owners              []metav1.OwnerReference
+	}{o.GetLabels(), o.GetAnnotations(), o.GetOwnerReferences()}
+	switch v := o.(type) {
+	case *appsv1.Deployment:
+		return []any{meta, v.Spec}
+	case *corev1.Service:
+		return []any{meta, v.Spec}
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		return []any{meta, v.Spec}
+	}
+	return meta
+}
+
+// hashInputs describes, as the API server has them now, the objects the
+// agent's config hash is computed from.
+func hashInputs(ctx context.Context, ns string) string {
+	var b strings.Builder
+	var packs omniav1.PromptPackList
+	if err := env.Client.List(ctx, &packs, client.InNamespace(ns)); err == nil {
+		for _, p := range packs.Items {
+			fmt.Fprintf(&b, "pack %s rv %s phase %s digest %s; ", p.Name, p.ResourceVersion, p.Status.Phase, p.Status.ContentDigest)
+		}
+	}
+	var provs omniav1.ProviderList
+	if err := env.Client.List(ctx, &provs, client.InNamespace(ns)); err == nil {
+		for _, p := range provs.Items {
+			fmt.Fprintf(&b, "provider %s rv %s gen %d phase %s; ", p.Name, p.ResourceVersion, p.Generation, p.Status.Phase)
+		}
+	}
+	return b.String()
 }
