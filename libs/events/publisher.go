@@ -2,6 +2,9 @@ package events
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,6 +63,16 @@ type PublisherOptions struct {
 	RetryBase, RetryMax time.Duration
 	// Stream is the stream created when missing; zero uses StreamConfig(0, 0, 0).
 	Stream jetstream.StreamConfig
+	// NoStreamSetup publishes without first making sure the stream
+	// exists: a run's credential may not manage streams, so the platform
+	// creates the stream and runs only publish to it.
+	NoStreamSetup bool
+	// MsgIDKey, when set, makes every Nats-Msg-Id an HMAC of the event's
+	// dedupe id under this key. JetStream de-duplicates across the whole
+	// stream, so with predictable ids any client allowed to publish
+	// anywhere in it could store a victim's ids first and get the
+	// victim's real events dropped as duplicates.
+	MsgIDKey []byte
 	// ConnectOptions are appended to the Publisher's own nats options, so
 	// they win.
 	ConnectOptions []nats.Option
@@ -347,13 +360,15 @@ func (p *Publisher) attempt(ctx context.Context, msg *nats.Msg) error {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.AttemptTimeout)
 	defer cancel()
 	if !p.streamReady {
-		err := EnsureStream(ctx, p.js, p.opts.Stream)
-		if errors.Is(err, ErrStreamSubjects) {
-			// An operator's choice; refusing to publish would lose
-			// every event instead of some.
-			p.log.Warn("using existing stream", "err", err)
-		} else if err != nil {
-			return err
+		if !p.opts.NoStreamSetup {
+			err := EnsureStream(ctx, p.js, p.opts.Stream)
+			if errors.Is(err, ErrStreamSubjects) {
+				// An operator's choice; refusing to publish would lose
+				// every event instead of some.
+				p.log.Warn("using existing stream", "err", err)
+			} else if err != nil {
+				return err
+			}
 		}
 		p.streamReady = true
 	}
@@ -385,13 +400,25 @@ func (p *Publisher) message(ev *eventsv1.RunEvent, withoutRaw bool) (*nats.Msg, 
 	}
 	msg := nats.NewMsg(ev.Subject())
 	msg.Data = data
-	if id := ev.DedupeID(); id != "" {
+	if id := p.msgID(ev); id != "" {
 		msg.Header.Set(jetstream.MsgIDHeader, id)
 	}
 	if withoutRaw {
 		msg.Header.Set(rawDroppedHeader, "true")
 	}
 	return msg, nil
+}
+
+// msgID is the event's Nats-Msg-Id: its dedupe id, or an HMAC of it
+// under MsgIDKey.
+func (p *Publisher) msgID(ev *eventsv1.RunEvent) string {
+	id := ev.DedupeID()
+	if id == "" || len(p.opts.MsgIDKey) == 0 {
+		return id
+	}
+	m := hmac.New(sha256.New, p.opts.MsgIDKey)
+	m.Write([]byte(id))
+	return hex.EncodeToString(m.Sum(nil)[:20])
 }
 
 // noteFailure logs the first failure of an outage; later attempts only

@@ -66,6 +66,13 @@ const (
 	// EnvNATSURL is the NATS server the run publishes its events to; the
 	// run publishes nowhere when it is unset.
 	EnvNATSURL = "AGENT_NATS_URL"
+	// EnvNATSCredsFile is the run's own NATS credential (a creds file
+	// mounted from the run's Secret, see NATSMountDir): it may publish
+	// only the run's events and its namespace's sink subjects.
+	EnvNATSCredsFile = "AGENT_NATS_CREDS_FILE"
+	// EnvNATSCAFile holds the CA certificates that verify the NATS
+	// server; when set the run connects over TLS.
+	EnvNATSCAFile = "AGENT_NATS_CA_FILE"
 	// EnvNATSURLOverride, when set, wins over EnvNATSURL; the controller
 	// never writes it, so a test or a hand-started run can redirect events.
 	EnvNATSURLOverride = "NATS_URL"
@@ -139,6 +146,9 @@ type Env struct {
 	ExitGrace time.Duration
 	// NATSURL is where events are published; empty disables publishing.
 	NATSURL string
+	// NATSCredsFile and NATSCAFile are the run's NATS credential and the
+	// CA that verifies the server; empty for a server without either.
+	NATSCredsFile, NATSCAFile string
 	// SinksJSON and SelectJSON are output.sinks and output.select.
 	SinksJSON, SelectJSON string
 	// ConversationSource, ConversationID, ConversationPin and
@@ -197,6 +207,8 @@ func (e Env) Vars() []Var {
 	opt(EnvExecution, e.Execution)
 	add(EnvName, e.RunSpec)
 	opt(EnvNATSURL, e.NATSURL)
+	opt(EnvNATSCredsFile, e.NATSCredsFile)
+	opt(EnvNATSCAFile, e.NATSCAFile)
 	if e.Home != "" {
 		add(EnvHome, e.Home)
 		add(EnvPath, SearchPath(e.Home))
@@ -219,7 +231,7 @@ func Reserved() []string {
 		EnvConversationSource, EnvConversationID, EnvConversationPin, EnvConversationAuth,
 		EnvDeadlineMS, EnvWatch, EnvWorkspaceDir, EnvParameters, EnvTargetRepo, EnvBranchName,
 		EnvModel, EnvAgentName, EnvAgentNamespace, EnvAgentUID, EnvStationName, EnvTaskID, EnvExecution,
-		EnvName, EnvNATSURL, EnvPodName, EnvPodNamespace, EnvHome, EnvPath,
+		EnvName, EnvNATSURL, EnvNATSCredsFile, EnvNATSCAFile, EnvNATSURLOverride, EnvPodName, EnvPodNamespace, EnvHome, EnvPath,
 		realtime.EnvTokenFile, realtime.EnvAddr,
 	}
 }
@@ -241,6 +253,8 @@ func Read(getenv func(string) string) Env {
 		Deadline:           Millis(getenv(EnvDeadlineMS), 0),
 		ExitGrace:          Millis(getenv(EnvExitGraceMS), DefaultExitGrace),
 		NATSURL:            first(getenv(EnvNATSURLOverride), getenv(EnvNATSURL)),
+		NATSCredsFile:      getenv(EnvNATSCredsFile),
+		NATSCAFile:         getenv(EnvNATSCAFile),
 		SinksJSON:          getenv(sinks.EnvSinks),
 		SelectJSON:         getenv(sinks.EnvSelect),
 		ConversationSource: getenv(EnvConversationSource),
@@ -292,3 +306,17 @@ func first(vals ...string) string {
 	}
 	return ""
 }
+
+// Where the run's NATS Secret (see NATSSecretName) is mounted in the run
+// container, and its keys.
+const (
+	NATSMountDir  = "/var/run/agentplane/nats"
+	NATSCredsKey  = "run.creds"
+	NATSCAKey     = "ca.crt"
+	natsSecretPfx = "agentplane-nats-"
+)
+
+// NATSSecretName is the name of the Secret holding a run's NATS
+// credential, derived from the Agent's uid so a re-created Agent of the
+// same name never meets its predecessor's.
+func NATSSecretName(uid string) string { return natsSecretPfx + uid }

@@ -4,12 +4,17 @@ package eventstest
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentplane/agentplane/libs/natsauth"
 )
 
 // startTimeout bounds how long a test waits for the server to accept
@@ -23,11 +28,62 @@ type Server struct {
 	t    testing.TB
 	opts server.Options
 	srv  *server.Server
+	// client are the options Connect starts from: a service credential
+	// on a secured server.
+	client []nats.Option
 }
 
 // Start runs a server on a free localhost port and shuts it down when the
 // test ends.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return startWith(t, nil)
+}
+
+// StartSecured runs a server as Start does, in operator mode trusting
+// only a: a client needs a credential a's Issuer minted. Connect and
+// JetStream use a service credential (the account's full rights).
+func StartSecured(t testing.TB, a *natsauth.Authority) *Server {
+	t.Helper()
+	oc, err := jwt.DecodeOperatorClaims(a.OperatorJWT)
+	if err != nil {
+		t.Fatalf("operator jwt: %v", err)
+	}
+	res := &server.MemAccResolver{}
+	for pub, tok := range map[string]string{a.SystemPublicKey(): a.SystemJWT, a.AccountPublicKey(): a.AccountJWT} {
+		if err := res.Store(pub, tok); err != nil {
+			t.Fatalf("account jwt: %v", err)
+		}
+	}
+	s := startWith(t, func(o *server.Options) {
+		o.TrustedOperators = []*jwt.OperatorClaims{oc}
+		o.AccountResolver = res
+		o.SystemAccount = a.SystemPublicKey()
+	})
+	creds, err := a.Issuer().ServiceCredentials("eventstest", time.Time{})
+	if err != nil {
+		t.Fatalf("service creds: %v", err)
+	}
+	s.client = []nats.Option{nats.UserCredentials(WriteCreds(t, creds))}
+	return s
+}
+
+// WriteCreds writes a creds file into a test temp dir and returns its
+// path.
+func WriteCreds(t testing.TB, creds []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "user.creds")
+	if err := os.WriteFile(p, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ClientOptions are the options Connect starts from (a service
+// credential on a secured server, none otherwise).
+func (s *Server) ClientOptions() []nats.Option { return append([]nats.Option(nil), s.client...) }
+
+func startWith(t testing.TB, secure func(*server.Options)) *Server {
 	t.Helper()
 	s := &Server{t: t, opts: server.Options{
 		Host:      "127.0.0.1",
@@ -37,6 +93,9 @@ func Start(t testing.TB) *Server {
 		NoLog:     true,
 		NoSigs:    true,
 	}}
+	if secure != nil {
+		secure(&s.opts)
+	}
 	s.start()
 	// Pin the port the first start picked, so a restart reuses it and
 	// clients reconnect to the same URL.
@@ -81,7 +140,7 @@ func (s *Server) Restart() {
 // Connect returns a client connection closed when the test ends.
 func (s *Server) Connect(opts ...nats.Option) *nats.Conn {
 	s.t.Helper()
-	nc, err := nats.Connect(s.URL(), opts...)
+	nc, err := nats.Connect(s.URL(), append(s.ClientOptions(), opts...)...)
 	if err != nil {
 		s.t.Fatalf("connect: %v", err)
 	}
