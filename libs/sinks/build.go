@@ -10,7 +10,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/agentplane/agentplane/libs/events"
+	"github.com/agentplane/agentplane/libs/natsauth"
 )
 
 // BuildOptions are what Build needs besides the sink configs.
@@ -24,8 +27,17 @@ type BuildOptions struct {
 	// line is printed twice. When nil, a stdout entry writes to os.Stdout.
 	Stdout io.Writer
 	// Publisher, when set, adds the platform's stream as an unfiltered
-	// member. A "nats" entry in the configs needs it.
+	// member. A "nats" entry without a subject in the configs needs it.
 	Publisher *events.Publisher
+	// NATSConn is the connection nats entries with a subject publish on;
+	// nil uses Publisher.Conn(). A caller that publishes to the platform's
+	// stream itself, and so passes no Publisher, sets it to that
+	// Publisher's connection.
+	NATSConn *nats.Conn
+	// Namespace is the run's namespace: nats entries with a subject
+	// publish under its prefix (natsauth.SinkSubject), the only one the
+	// run's NATS credential may publish to. They need it.
+	Namespace string
 	// HTTPClient, HTTPTimeout and Retry configure http sinks; a zero Retry
 	// is read from the AGENT_SINK_RETRY_* env.
 	HTTPClient  *http.Client
@@ -38,9 +50,9 @@ type BuildOptions struct {
 }
 
 // Build makes a Set from parsed sink configs. Problems with one sink (an
-// unreadable headers secret, a nats entry without a Publisher) are
-// reported in the error while the other sinks are still built; the
-// returned Set is never nil.
+// unreadable headers secret, a nats entry without a Publisher, a nats
+// subject without a connection or namespace) are reported in the error
+// while the other sinks are still built; the returned Set is never nil.
 func Build(cfgs []Config, opts BuildOptions) (*Set, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
@@ -59,9 +71,18 @@ func Build(cfgs []Config, opts BuildOptions) (*Set, error) {
 		case TypeStdout:
 			stdout = true
 		case TypeNATS:
-			if opts.Publisher == nil {
-				errs = append(errs, fmt.Errorf("sink %d: nats sink without a NATS publisher", i))
+			if c.Subject == "" {
+				if opts.Publisher == nil {
+					errs = append(errs, fmt.Errorf("sink %d: nats sink without a NATS publisher", i))
+				}
+				continue
 			}
+			s, err := natsSubjectSink(c, opts)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("sink %d: %w", i, err))
+				continue
+			}
+			members = append(members, Member{Name: TypeNATS + "-" + strconv.Itoa(i), Payloads: s})
 		case TypeFile:
 			members = append(members, Member{Name: "file-" + strconv.Itoa(i), Payloads: NewFile(c.Path)})
 		case TypeHTTP:
@@ -92,6 +113,27 @@ func Build(cfgs []Config, opts BuildOptions) (*Set, error) {
 	}
 	set := NewSet(members, SetOptions{Select: opts.Select, QueueSize: opts.QueueSize, Logger: opts.Logger})
 	return set, errors.Join(errs...)
+}
+
+// natsSubjectSink builds a recipe's nats sink. The subject is checked
+// again here, not only in ParseSinks, since callers may build configs
+// themselves: it is what keeps the run inside its namespace's prefix.
+func natsSubjectSink(c Config, opts BuildOptions) (*NATSSubject, error) {
+	if err := checkSubject(c.Subject); err != nil {
+		return nil, err
+	}
+	nc := opts.NATSConn
+	if nc == nil && opts.Publisher != nil {
+		nc = opts.Publisher.Conn()
+	}
+	if nc == nil {
+		return nil, fmt.Errorf("nats sink %q without a NATS publisher", c.Subject)
+	}
+	if opts.Namespace == "" {
+		// An empty namespace would not map to one token of its own.
+		return nil, fmt.Errorf("nats sink %q without the run's namespace", c.Subject)
+	}
+	return NewNATSSubject(nc, natsauth.SinkSubject(opts.Namespace, c.Subject)), nil
 }
 
 // secretHeaders reads the header lines from the env var the sink's

@@ -7,17 +7,21 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	v1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/truncate"
 )
 
-// Sink types. Stdout, HTTP and File are the AgentDefinition's output.sinks
-// types; NATS is the platform's stream, which a definition cannot name.
+// Sink types, the AgentDefinition's output.sinks types. NATS with a
+// subject is a recipe's sink on its namespace's subject prefix; NATS
+// without one is the platform's stream, which a definition cannot name
+// (admission requires the subject).
 const (
 	TypeStdout = "stdout"
 	TypeHTTP   = "http"
@@ -38,7 +42,7 @@ const (
 // Config is one entry of output.sinks as the controller passes it in
 // AGENT_SINKS: the JSON of v1alpha1.OutputSink (snake_case keys).
 type Config struct {
-	// Type is stdout, http, file (or nats).
+	// Type is stdout, http, file or nats.
 	Type string `json:"type"`
 	// URL events are POSTed to (http).
 	URL string `json:"url,omitempty"`
@@ -46,6 +50,9 @@ type Config struct {
 	HeadersSecret string `json:"headers_secret,omitempty"`
 	// Path events are appended to (file).
 	Path string `json:"path,omitempty"`
+	// Subject is a nats sink's subject relative to the run namespace's
+	// prefix (natsauth.SinkSubject); empty means the platform's stream.
+	Subject string `json:"subject,omitempty"`
 }
 
 // maxSinks bounds what a hostile or broken AGENT_SINKS can make us build.
@@ -54,9 +61,10 @@ const maxSinks = 64
 // ParseSinks parses AGENT_SINKS. Empty input means no sinks. Malformed
 // JSON gives no sinks and an error; entries that are unusable (no type, an
 // unknown type, an http sink without an http(s) url, a file sink without a
-// path) are skipped and named in the error, and the others are returned,
-// so one bad entry does not silence the rest. Errors never quote urls,
-// which may carry credentials.
+// path, a nats sink whose subject is not v1alpha1.SinkSubjectPattern) are
+// skipped and named in the error, and the others are returned, so one bad
+// entry does not silence the rest. Errors never quote urls, which may carry
+// credentials, and quote subjects only truncated.
 func ParseSinks(data []byte) ([]Config, error) {
 	if len(strings.TrimSpace(string(data))) == 0 {
 		return nil, nil
@@ -97,8 +105,13 @@ func jsonError(err error) error {
 
 func (c Config) validate() error {
 	switch c.Type {
-	case TypeStdout, TypeNATS:
+	case TypeStdout:
 		return nil
+	case TypeNATS:
+		if c.Subject == "" {
+			return nil // the platform's stream
+		}
+		return checkSubject(c.Subject)
 	case TypeHTTP:
 		u, err := url.Parse(c.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -115,6 +128,22 @@ func (c Config) validate() error {
 	default:
 		return fmt.Errorf("unknown sink type %q", truncate.String(c.Type, 32))
 	}
+}
+
+// sinkSubject matches v1alpha1.SinkSubjectPattern, the rule admission
+// applies to output.sinks[].subject.
+var sinkSubject = regexp.MustCompile(v1alpha1.SinkSubjectPattern)
+
+// checkSubject refuses a nats sink subject that is not one literal
+// subject: a wildcard, an empty token or a space could make the run
+// publish (or, for a consumer, match) outside the subject the recipe
+// names. The error quotes at most 32 bytes of the subject.
+func checkSubject(s string) error {
+	if len(s) > v1alpha1.SinkSubjectMaxLength || !sinkSubject.MatchString(s) {
+		return fmt.Errorf("nats sink subject %q must be at most %d characters of dot-separated tokens of letters, digits, \"_\" and \"-\" (no wildcards, no empty tokens)",
+			truncate.String(s, 32), v1alpha1.SinkSubjectMaxLength)
+	}
+	return nil
 }
 
 // RetryPolicy is the http sink's retry schedule: Attempts tries in total,

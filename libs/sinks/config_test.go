@@ -22,8 +22,9 @@ func TestParseSinks(t *testing.T) {
 		{"unknown types are skipped", `[{"type":"ftp"},{"type":"file","path":"/tmp/e"}]`, []string{"file"}, true},
 		{"http needs an http url", `[{"type":"http","url":"file:///etc/passwd"}]`, nil, true},
 		{"file needs a path", `[{"type":"file"}]`, nil, true},
-		{"every kind", `[{"type":"stdout"},{"type":"http","url":"https://h/x","headers_secret":"k"},{"type":"file","path":"/p"},{"type":"nats"}]`,
-			[]string{"stdout", "http", "file", "nats"}, false},
+		{"every kind", `[{"type":"stdout"},{"type":"http","url":"https://h/x","headers_secret":"k"},{"type":"file","path":"/p"},{"type":"nats"},{"type":"nats","subject":"ci.results"}]`,
+			[]string{"stdout", "http", "file", "nats", "nats"}, false},
+		{"a nats subject with a wildcard is skipped, the rest kept", `[{"type":"nats","subject":"ci.>"},{"type":"stdout"}]`, []string{"stdout"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,15 +51,59 @@ func TestParseSinksErrorsNeverQuoteURLs(t *testing.T) {
 	}
 }
 
+// TestNATSSinkSubjects checks the subject rule of a recipe's nats sink,
+// which is what keeps the run on one literal subject below its
+// namespace's prefix: each escape attempt is refused at parse time.
+func TestNATSSinkSubjects(t *testing.T) {
+	tests := []struct {
+		name    string
+		subject string
+		wantErr bool
+	}{
+		{"no subject is the platform stream", "", false},
+		{"one token is accepted", "results", false},
+		{"dotted tokens of letters, digits, _ and - are accepted", "ci.Results_v2.build-7", false},
+		{"a subject of 200 characters is accepted", strings.Repeat("a", 200), false},
+		{"a subject over 200 characters is refused", strings.Repeat("a", 201), true},
+		{"a * wildcard is refused", "ci.*", true},
+		{"a > wildcard is refused", "ci.>", true},
+		{"a lone > is refused", ">", true},
+		{"an empty token (..) is refused", "ci..results", true},
+		{"a leading dot is refused", ".team-b.x", true},
+		{"a trailing dot is refused", "ci.", true},
+		{"a space is refused", "ci results", true},
+		{"a tab is refused", "ci\tresults", true},
+		{"a newline is refused", "ci\nPUB agentplane.sinks.team-b.x", true},
+		{"a non-ASCII letter is refused", "résultats", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw, err := json.Marshal([]Config{{Type: TypeNATS, Subject: tt.subject}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ParseSinks(raw)
+			if (err != nil) != tt.wantErr || (len(got) == 0) != tt.wantErr {
+				t.Fatalf("got %+v, %v", got, err)
+			}
+			if err != nil && len(tt.subject) > 32 && strings.Contains(err.Error(), tt.subject) {
+				t.Fatalf("the error quotes the whole subject: %v", err)
+			}
+		})
+	}
+}
+
 // The controller writes AGENT_SINKS from the API type; its JSON must parse.
 func TestParseSinksReadsTheAPIType(t *testing.T) {
-	in := []v1alpha1.OutputSink{{Type: v1alpha1.SinkHTTP, URL: "https://hooks/x", HeadersSecret: "hook-auth"}, {Type: v1alpha1.SinkFile, Path: "/workspace/e.jsonl"}}
+	in := []v1alpha1.OutputSink{{Type: v1alpha1.SinkHTTP, URL: "https://hooks/x", HeadersSecret: "hook-auth"}, {Type: v1alpha1.SinkFile, Path: "/workspace/e.jsonl"},
+		{Type: v1alpha1.SinkNATS, Subject: "ci.results"}}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := ParseSinks(b)
-	if err != nil || len(got) != 2 || got[0].HeadersSecret != "hook-auth" || got[1].Path != "/workspace/e.jsonl" {
+	if err != nil || len(got) != 3 || got[0].HeadersSecret != "hook-auth" || got[1].Path != "/workspace/e.jsonl" ||
+		got[2].Type != TypeNATS || got[2].Subject != "ci.results" {
 		t.Fatalf("got %+v, %v", got, err)
 	}
 	sel, err := json.Marshal([]v1alpha1.OutputSelector{{Event: v1alpha1.SelectToolCall, Tool: "Bash", Role: v1alpha1.RoleAssistant, Contains: "x"}})
@@ -72,7 +117,8 @@ func TestParseSinksReadsTheAPIType(t *testing.T) {
 
 func FuzzParseSinks(f *testing.F) {
 	for _, s := range []string{"", "null", "[]", `[{"type":"stdout"}]`, `[{"type":"http","url":"http://h"}]`,
-		`[{"type":"file","path":"/p"}]`, `[{"type":1}]`, `{}`, "[{"} {
+		`[{"type":"file","path":"/p"}]`, `[{"type":"nats","subject":"a.b"}]`, `[{"type":"nats","subject":"a.>"}]`,
+		`[{"type":1}]`, `{}`, "[{"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

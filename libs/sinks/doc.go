@@ -1,12 +1,14 @@
 // Package sinks delivers run events to the destinations an AgentDefinition
-// names in output.sinks (stdout, http, file) and to the platform's NATS
-// stream, after output.select filtering.
+// names in output.sinks (stdout, http, file, nats) and to the platform's
+// NATS stream, after output.select filtering.
 //
 // stdout gets every event whatever select says, bare: the vendor CLI's own
 // line (status.output consumers expect the tool's line) and the event
-// object of the run's own events. The http and file sinks get the sink
-// payload (Payload, docs/events.md) of selected CLI lines plus every
-// lifecycle, file and batch event. The platform's NATS stream stores every
+// object of the run's own events. The http, file and nats sinks get the
+// sink payload (Payload, docs/events.md) of selected CLI lines plus every
+// lifecycle, file and batch event; a nats sink publishes it with core NATS
+// on agentplane.sinks.<namespace>.<subject>, the only sink subjects the
+// run's credential may publish to. The platform's NATS stream stores every
 // event, unfiltered, as the protobuf RunEvent.
 //
 // A Set fans each event out to its sinks through one bounded queue and
@@ -33,8 +35,8 @@ type Sink interface {
 	Close(ctx context.Context) error
 }
 
-// PayloadSink is a destination of sink payloads (see Payload): the http
-// and file sinks of output.sinks. The payload is shared and must not be
+// PayloadSink is a destination of sink payloads (see Payload): the http,
+// file and nats sinks of output.sinks. The payload is shared and must not be
 // modified.
 type PayloadSink interface {
 	// DeliverPayload sends one payload (JSON, without a newline).

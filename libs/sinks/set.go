@@ -19,7 +19,7 @@ const DefaultQueueSize = 1024
 
 // Member is one sink of a Set: either an event sink, which gets every
 // event (stdout, the platform's stream), or a payload sink, which gets the
-// sink payloads of the events output.select passes (http, file).
+// sink payloads of the events output.select passes (http, file, nats).
 type Member struct {
 	// Name labels the sink in logs and metrics ("stdout", "http-0", ...);
 	// never a url, which may hold credentials.

@@ -61,7 +61,7 @@ const (
 )
 
 // SinkType is where run events are delivered.
-// +kubebuilder:validation:Enum=stdout;http;file
+// +kubebuilder:validation:Enum=stdout;http;file;nats
 type SinkType string
 
 const (
@@ -72,7 +72,20 @@ const (
 	SinkHTTP SinkType = "http"
 	// SinkFile appends each enveloped event as one line to path in the pod.
 	SinkFile SinkType = "file"
+	// SinkNATS publishes each enveloped event with core NATS on subject
+	// under the namespace's prefix, agentplane.sinks.<namespace>.<subject>.
+	SinkNATS SinkType = "nats"
 )
+
+// SinkSubjectPattern is what a nats sink's subject may look like: NATS
+// subject tokens of letters, digits, "_" and "-", joined by ".". It has no
+// wildcard ("*", ">"), no empty token and no space, so the subject names
+// exactly one subject below the namespace's prefix and cannot reach out
+// of it. The CRD carries the same pattern.
+const SinkSubjectPattern = `^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`
+
+// SinkSubjectMaxLength bounds a nats sink's subject (the CRD's maxLength).
+const SinkSubjectMaxLength = 200
 
 // OutputFormat is the declared output format of a recipe.
 // +kubebuilder:validation:Enum=text;json;stream-json
@@ -317,8 +330,10 @@ type OutputSelector struct {
 // (filtered by select) and the run's lifecycle and file events.
 // +kubebuilder:validation:XValidation:rule="self.type != 'http' || (has(self.url) && size(self.url) > 0)",message="url is required when type is http",fieldPath=".url",reason="FieldValueRequired"
 // +kubebuilder:validation:XValidation:rule="self.type != 'file' || (has(self.path) && size(self.path) > 0)",message="path is required when type is file",fieldPath=".path",reason="FieldValueRequired"
+// +kubebuilder:validation:XValidation:rule="self.type != 'nats' || (has(self.subject) && size(self.subject) > 0)",message="subject is required when type is nats",fieldPath=".subject",reason="FieldValueRequired"
+// +kubebuilder:validation:XValidation:rule="self.type == 'nats' || !has(self.subject)",message="subject is only for type nats",fieldPath=".subject",reason="FieldValueForbidden"
 type OutputSink struct {
-	// type is stdout, http or file.
+	// type is stdout, http, file or nats.
 	// +required
 	Type SinkType `json:"type"`
 	// url events are POSTed to. Required when type is http.
@@ -335,6 +350,15 @@ type OutputSink struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Path string `json:"path,omitempty"`
+	// subject a nats sink publishes on, relative to the namespace's prefix:
+	// the run publishes each enveloped event with core NATS (no
+	// persistence) on agentplane.sinks.<namespace>.<subject>. Dot-separated
+	// tokens of letters, digits, "_" and "-", with no wildcard
+	// (SinkSubjectPattern). Required when type is nats, and only for it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=200
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`
+	Subject string `json:"subject,omitempty"`
 }
 
 // OutputWatch sends a file's content as an event when the agent ends.

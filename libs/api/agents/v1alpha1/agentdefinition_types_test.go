@@ -140,7 +140,7 @@ func TestAgentDefinitionWireNames(t *testing.T) {
 	  "output": {
 	    "format": "stream-json", "schema": {"type": "object"},
 	    "select": [{"event": "tool_call", "tool": "Edit", "role": "assistant", "contains": "x"}],
-	    "sinks": [{"type": "http", "url": "u", "headers_secret": "sh", "path": "p"}],
+	    "sinks": [{"type": "http", "url": "u", "headers_secret": "sh", "path": "p"}, {"type": "nats", "subject": "ci.results"}],
 	    "watch": [{"event": "e", "path": "f"}]
 	  }
 	}`
@@ -168,6 +168,7 @@ func TestAgentDefinitionWireNames(t *testing.T) {
 		{"output.schema is kept raw", s.Output.Schema != nil && strings.Contains(string(s.Output.Schema.Raw), "object")},
 		{"output.select is read", s.Output.Select[0].Event == SelectToolCall && s.Output.Select[0].Role == RoleAssistant},
 		{"sink headers_secret is read", s.Output.Sinks[0].HeadersSecret == "sh"},
+		{"nats sink subject is read", s.Output.Sinks[1].Type == SinkNATS && s.Output.Sinks[1].Subject == "ci.results"},
 		{"output.watch is read", s.Output.Watch[0].Path == "f"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
