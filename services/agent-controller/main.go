@@ -12,6 +12,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -94,8 +96,16 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			MaxOutputBytes: cfg.MaxOutputBytes, RealtimeEnabled: cfg.RealtimeEnabled,
 			BatchEnabled: cfg.BatchEnabled, BatchPoll: cfg.BatchPoll, BatchTimeoutUnit: cfg.BatchTimeoutUnit,
 			Job: jobbuild.Config{SupervisorImage: cfg.SupervisorImage, SupervisorPath: cfg.SupervisorPath, NATSURL: cfg.NATSURL,
-				PodSecurityLevel: cfg.PodSecurityLevel},
+				PodSecurityLevel: cfg.PodSecurityLevel, NATSCredentials: cfg.NATSIssuer != nil, NATSCA: len(cfg.NATSCA) > 0},
 		},
+	}
+	if cfg.NATSIssuer != nil {
+		opts.NATS = &controller.NATSCredentials{Issuer: cfg.NATSIssuer, TTL: cfg.NATSCredentialTTL, CA: cfg.NATSCA}
+	}
+	if cfg.NATSIssuer != nil && cfg.NATSURL != "" {
+		// A run's credential may not manage streams, so the stream its
+		// events go to is the controller's to create.
+		go ensureStream(ctx, cfg, log)
 	}
 	if cfg.BatchEnabled {
 		conn, err := grpc.NewClient(cfg.BatchPollerAddress, batchPollerDialOptions(cfg, kube, log)...)
@@ -108,7 +118,13 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if cfg.BatchEnabled && cfg.NATSURL != "" {
 		// Batch runs have no supervisor: the controller publishes their
 		// events and hears batch-poller's completion notices.
-		pub, err := events.NewPublisher(events.PublisherOptions{URL: cfg.NATSURL, Name: "agent-controller " + cfg.Pod.Name, Logger: log})
+		// Checked at startup (config): the file was readable then.
+		key, err := cfg.NATS.MsgIDKey()
+		if err != nil {
+			return fmt.Errorf("nats credential: %w", err)
+		}
+		pub, err := events.NewPublisher(events.PublisherOptions{URL: cfg.NATSURL, Name: "agent-controller " + cfg.Pod.Name, Logger: log,
+			ConnectOptions: cfg.NATS.Options(), MsgIDKey: key})
 		if err != nil {
 			log.Warn("no NATS for batch runs: no stream events, no completion notices", "err", err)
 		} else {
@@ -160,6 +176,54 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
 		Log: log, OnLeading: lead, State: state, Metrics: m,
 	})
+}
+
+// streamRetry bounds the wait between attempts to create the event
+// stream while NATS is unreachable.
+const streamRetry = 30 * time.Second
+
+// ensureStream makes sure the run-event stream exists, retrying until it
+// does or ctx ends: the runs' own credentials may publish to it but not
+// create it (docs/agent-controller.md, "NATS credentials").
+func ensureStream(ctx context.Context, cfg *config.Config, log *slog.Logger) {
+	opts := append([]nats.Option{nats.Name("agent-controller " + cfg.Pod.Name + " stream setup")}, cfg.NATS.Options()...)
+	wait := time.Second
+	for {
+		err := createStream(ctx, cfg.NATSURL, opts)
+		if errors.Is(err, events.ErrStreamSubjects) {
+			// An operator's stream, used as it is, as the publishers do.
+			log.Warn("using existing stream", "err", err)
+			return
+		}
+		if err == nil {
+			log.Debug("run-event stream ready", "stream", events.StreamName)
+			return
+		}
+		log.Warn("cannot make sure the run-event stream exists; retrying", "stream", events.StreamName, "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, streamRetry)
+	}
+}
+
+// createStream connects once and creates the run-event stream when it is
+// missing.
+func createStream(ctx context.Context, url string, opts []nats.Option) error {
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return events.EnsureStream(cctx, js, events.StreamConfig(0, 0, 0))
 }
 
 // batchPollerTokenLifetime is the life of a token requested for

@@ -21,7 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/events/eventstest"
+	"github.com/agentplane/agentplane/libs/natsauth"
 	"github.com/agentplane/agentplane/libs/realtime"
+	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/libs/testenv/rbacaudit"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/config"
@@ -94,6 +97,62 @@ func phaseIs(ns, name string, phase agentsv1alpha1.AgentPhase) func() error {
 	}
 }
 
+// natsRunArgs are the flags that give every run its NATS credential, with
+// a secured NATS server for the controller's own connection.
+func natsRunArgs(t *testing.T) []string {
+	t.Helper()
+	auth, err := natsauth.NewAuthority()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := eventstest.StartSecured(t, auth)
+	seed, err := auth.SigningSeed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := auth.Issuer().ServiceCredentials("agent-controller", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedFile := filepath.Join(t.TempDir(), "seed")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--nats-url=" + srv.URL(), "--nats-creds-file=" + eventstest.WriteCreds(t, svc),
+		"--nats-account-seed-file=" + seedFile, "--nats-account=" + auth.AccountPublicKey()}
+}
+
+// squatTokenSecret makes, in a namespace of its own, a realtime Agent and
+// the token Secret its run would get, written first by someone else; it
+// returns the namespace and the Agent's name.
+func squatTokenSecret(t *testing.T) (ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	ns, name = env.Namespace(t), "squatted"
+	template := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: agentsv1alpha1.AgentContainerName, Image: "runner"}}}}
+	for _, o := range []client.Object{
+		&agentsv1alpha1.AgentDefinition{ObjectMeta: metav1.ObjectMeta{Name: "chat", Namespace: ns},
+			Spec: agentsv1alpha1.AgentDefinitionSpec{Model: "claude-opus-5-5", Prompt: "hi", Execution: agentsv1alpha1.ExecutionRealtime}},
+		&agentsv1alpha1.Station{ObjectMeta: metav1.ObjectMeta{Name: "chat", Namespace: ns},
+			Spec: agentsv1alpha1.StationSpec{AgentDefRef: "chat", DeadlineMinutes: 30, Template: template}},
+		&agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: agentsv1alpha1.AgentSpec{StationRef: "chat"}},
+	} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := agentIn(ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: realtime.TokenSecretName(string(a.UID)), Namespace: ns},
+		Data: map[string][]byte{realtime.TokenSecretKey: []byte("known-token")}}
+	if err := env.Client.Create(ctx, forged); err != nil {
+		t.Fatal(err)
+	}
+	return ns, name
+}
+
 // finishPod plays the kubelet's part: the Job's pod exits 0, and the Job
 // controller completes the Job.
 func finishPod(t *testing.T, ns, job string) {
@@ -117,13 +176,14 @@ func finishPod(t *testing.T, ns, job string) {
 }
 
 // TestInstalledRBACIsEnough runs the binary's run loop as the install's
-// ServiceAccount, with exactly the permissions deploy/ grants it (the base
-// and the realtime component), against an API server that also enforces
-// blockOwnerDeletion permissions, and drives every kind of work the
-// controller does: leader election, a Job run and its history pruning,
-// missing references, a batch run and its cleanup at the provider, a
-// cleanup that fails until it gives up, a realtime run with its token
-// Secret, and the Events of them all. No request may be refused, and every
+// ServiceAccount, with exactly the permissions deploy/ grants it (the base,
+// the realtime and the nats-auth components), against an API server that
+// also enforces blockOwnerDeletion permissions, and drives every kind of
+// work the controller does: leader election, a Job run and its history
+// pruning, missing references, a batch run and its cleanup at the
+// provider, a cleanup that fails until it gives up, a realtime run with its
+// token Secret, each run's NATS credential Secret, a run Secret whose name
+// was taken, and the Events of them all. No request may be refused, and every
 // verb the RBAC grants must have been used: a grant nothing needs is a
 // permission an attacker holding the token gets for free.
 func TestInstalledRBACIsEnough(t *testing.T) {
@@ -133,18 +193,24 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 	t.Cleanup(func() {
 		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sysNS}})
 	})
-	grants := installRBAC(t, "agent-controller/rbac.yaml", "components/realtime/rbac.yaml")
+	grants := installRBAC(t, "agent-controller/rbac.yaml", "components/realtime/rbac.yaml", "components/nats-auth/rbac.yaml")
 	if err := env.Client.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: realtime.KeySecretName, Namespace: sysNS},
 		Data: map[string][]byte{realtime.KeySecretKey: []byte(strings.Repeat("k", 32))}}); err != nil {
 		t.Fatal(err)
 	}
+	// A realtime run whose token Secret a namespace user created first:
+	// the controller reads it back, finds it is not the run's and fails
+	// the run. Its Agent exists before the controller starts, since its
+	// uid names the Secret.
+	squatNS, squatted := squatTokenSecret(t)
 	kubeconfig, rec := rbacaudit.RecordedKubeconfig(t, env.Config, sysNS, "agent-controller")
-	stop := startRun(t,
-		"--kubeconfig="+kubeconfig, "--pod-name=rbac-test", "--pod-namespace="+sysNS,
-		"--metrics-bind-address="+testenv.FreeAddr(t), "--health-probe-bind-address="+testenv.FreeAddr(t), "--shutdown-timeout=5s",
+	stop := startRun(t, append([]string{
+		"--kubeconfig=" + kubeconfig, "--pod-name=rbac-test", "--pod-namespace=" + sysNS,
+		"--metrics-bind-address=" + testenv.FreeAddr(t), "--health-probe-bind-address=" + testenv.FreeAddr(t), "--shutdown-timeout=5s",
 		"--leader-elect=true", "--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms",
 		"--poll-interval=1s", "--realtime-enabled",
-		"--batch-enabled", "--batch-poller-address="+startPoller(t), "--batch-poll-seconds=0.2", "--batch-cleanup-backoff=200ms")
+		"--batch-enabled", "--batch-poller-address=" + startPoller(t), "--batch-poll-seconds=0.2", "--batch-cleanup-backoff=200ms"},
+		natsRunArgs(t)...)...)
 	ctx := context.Background()
 	eventually(t, "the Lease taken as the ServiceAccount", func() error {
 		l, err := env.Kube.CoordinationV1().Leases(sysNS).Get(ctx, config.LeaseName, metav1.GetOptions{})
@@ -255,14 +321,16 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 				return nil
 			})
 		}},
-		{"a realtime run gets its token Secret and Job", agent("realtime", "realtime"), func(t *testing.T) {
+		{"a realtime run gets its token and NATS credential Secrets and Job", agent("realtime", "realtime"), func(t *testing.T) {
 			eventually(t, "the realtime run Running", phaseIs(ns, "realtime", agentsv1alpha1.PhaseRunning))
 			a, err := agentIn(ns, "realtime")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := env.Kube.CoreV1().Secrets(ns).Get(ctx, realtime.TokenSecretName(string(a.UID)), metav1.GetOptions{}); err != nil {
-				t.Fatalf("token Secret: %v", err)
+			for _, name := range []string{realtime.TokenSecretName(string(a.UID)), runspec.NATSSecretName(string(a.UID))} {
+				if _, err := env.Kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+					t.Fatalf("Secret %s: %v", name, err)
+				}
 			}
 		}},
 	}
@@ -274,6 +342,13 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 	for _, w := range work {
 		t.Run(w.rule, w.finish)
 	}
+	t.Run("a run whose token Secret name is taken reads it back and fails", func(t *testing.T) {
+		eventually(t, "the squatted run Failed", phaseIs(squatNS, squatted, agentsv1alpha1.PhaseFailed))
+		a, _ := agentIn(squatNS, squatted)
+		if !strings.Contains(a.Status.FailureReason, "is not controlled by this Agent") {
+			t.Errorf("failureReason %q", a.Status.FailureReason)
+		}
+	})
 	// Stepping down releases the Lease: that write is the run's too.
 	stop()
 

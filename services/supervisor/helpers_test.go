@@ -16,6 +16,7 @@ import (
 	"github.com/agentplane/agentplane/libs/events"
 	"github.com/agentplane/agentplane/libs/events/eventstest"
 	"github.com/agentplane/agentplane/libs/lockedio"
+	"github.com/agentplane/agentplane/libs/natsauth"
 	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/sinks/sinkstest"
 	"github.com/agentplane/agentplane/libs/testbin"
@@ -99,6 +100,32 @@ func (p *pod) setSpec(spec *runspec.Spec) {
 func (p *pod) withNATS() *pod {
 	p.nats = eventstest.Start(p.t)
 	p.env[runspec.EnvNATSURLOverride] = p.nats.URL()
+	return p
+}
+
+// withSecuredNATS starts an embedded JetStream server that admits only
+// credentials of a fresh authority, creates the event stream with the
+// platform's own credential (as agent-controller does), and gives the pod
+// the run's own credential the way the controller mounts it.
+func (p *pod) withSecuredNATS() *pod {
+	p.t.Helper()
+	auth, err := natsauth.NewAuthority()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.nats = eventstest.StartSecured(p.t, auth)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := events.EnsureStream(ctx, p.nats.JetStream(), events.StreamConfig(0, 0, 0)); err != nil {
+		p.t.Fatal(err)
+	}
+	run := natsauth.Run{Namespace: p.env[runspec.EnvAgentNamespace], Agent: p.env[runspec.EnvAgentName], UID: p.env[runspec.EnvAgentUID]}
+	creds, err := auth.Issuer().RunCredentials(run, time.Now().Add(time.Hour))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.env[runspec.EnvNATSURL] = p.nats.URL()
+	p.env[runspec.EnvNATSCredsFile] = eventstest.WriteCreds(p.t, creds)
 	return p
 }
 

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/tests/internal/stack"
 	"github.com/agentplane/agentplane/tools/fakevendor"
@@ -32,8 +34,12 @@ const (
 )
 
 var (
-	env        *testenv.Env
-	natsURL    string
+	env     *testenv.Env
+	natsURL string
+	// natsAuth is what the suite's NATS clients authenticate with, and
+	// natsOpts connects one with its service credential.
+	natsAuth   *stack.NATS
+	natsOpts   []nats.Option
 	binDir     string
 	work       string
 	kubeconfig string
@@ -57,6 +63,7 @@ func TestMain(m *testing.M) {
 		Packages: []string{"services/agent-controller", "services/batch-poller", "services/supervisor", "tools/mockagent"},
 	}, func(ctx context.Context, s *stack.Stack) int {
 		env, work, binDir, natsURL, kubeconfig = s.Env, s.Work, s.BinDir, s.NATSURL, s.Kubeconfig
+		natsAuth, natsOpts = s.NATS, s.NATS.Options()
 		return run(ctx, m)
 	})
 }
@@ -110,9 +117,9 @@ func startPoller(ctx context.Context) (func(), error) {
 	pollerLog = filepath.Join(work, "batch-poller.log")
 	p, err := stack.StartProcess(ctx, pollerLog, filepath.Join(binDir, "batch-poller"), append([]string{
 		"--grpc-bind-address", pollerAddr, "--metrics-bind-address", addrs[1], "--health-probe-bind-address", addrs[2],
-		"--kubeconfig", kubeconfig, "--batch-poll-seconds", fmt.Sprint(pollPeriod.Seconds()), "--nats-url", natsURL,
+		"--kubeconfig", kubeconfig, "--batch-poll-seconds", fmt.Sprint(pollPeriod.Seconds()),
 		"--anthropic-base-url", vendorURL + "/", "--openai-base-url", vendorURL + "/v1/", "--gemini-base-url", vendorURL + "/"},
-		pollerAuth...)...)
+		append(pollerAuth, natsAuth.ServiceArgs()...)...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -138,9 +145,9 @@ func startReplica(ctx context.Context, id string) error {
 		"--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s", "--leader-elect-retry-period", "500ms",
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", healthAddr,
 		"--poll-interval", "2s", "--supervisor-path", filepath.Join(binDir, "supervisor"),
-		"--nats-url", natsURL, "--log-level", "debug",
+		"--log-level", "debug",
 		"--batch-enabled", "--batch-poller-address", pollerAddr, "--batch-poll-seconds", fmt.Sprint(controllerPoll.Seconds()),
-		"--batch-timeout-unit", timeoutUnit.String(), "--batch-cleanup-backoff", "200ms"}, controllerAuth...)...)
+		"--batch-timeout-unit", timeoutUnit.String(), "--batch-cleanup-backoff", "200ms"}, append(controllerAuth, natsAuth.ControllerArgs()...)...)...)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func TestTheDemoScenario(t *testing.T) {
 	})
 
 	t.Run("the events arrive through JetStream", func(t *testing.T) {
-		evs := runs.Stored(t, natsURL, ns, "fix-issue-42")
+		evs := runs.Stored(t, natsURL, ns, "fix-issue-42", natsOpts...)
 		calls := 0
 		for _, ev := range evs {
 			if ev.GetKind() == eventsv1.EventKind_EVENT_KIND_TOOL_CALL {
@@ -62,7 +62,7 @@ func TestTheDemoScenario(t *testing.T) {
 		if calls == 0 || len(lc) == 0 || lc[len(lc)-1] != "agent/succeeded" {
 			t.Errorf("fix-issue-42: %d tool calls, lifecycle %v", calls, lc)
 		}
-		if lc := lifecycles(runs.Stored(t, natsURL, ns, "summarize-week")); len(lc) == 0 || lc[len(lc)-1] != "agent/failed" {
+		if lc := lifecycles(runs.Stored(t, natsURL, ns, "summarize-week", natsOpts...)); len(lc) == 0 || lc[len(lc)-1] != "agent/failed" {
 			t.Errorf("summarize-week lifecycle %v", lc)
 		}
 	})
@@ -99,8 +99,8 @@ func TestTheDemoScenario(t *testing.T) {
 func TestAgentctlRunWaitReturnsTheRunsExitCode(t *testing.T) {
 	ns := env.Namespace(t)
 	recipe(t, ns, "reviewer", "gpt-5-codex", "mock:fail review", 5, map[string]string{"MOCKAGENT_EXIT": "5"})
-	cmd := exec.Command(filepath.Join(binDir, "agentctl"), "--kubeconfig", kubeconfig, "-n", ns, "--nats-url", natsURL,
-		"run", "--station", "reviewer", "--follow", "--wait", "--timeout", "2m")
+	cmd := exec.Command(filepath.Join(binDir, "agentctl"), append(append([]string{"--kubeconfig", kubeconfig, "-n", ns}, natsAuth.AgentctlArgs()...),
+		"run", "--station", "reviewer", "--follow", "--wait", "--timeout", "2m")...)
 	out, err := cmd.CombinedOutput()
 	code := 0
 	var ee *exec.ExitError

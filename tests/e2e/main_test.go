@@ -15,13 +15,19 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/tests/internal/stack"
 )
 
 var (
-	env        *testenv.Env
-	natsURL    string
+	env     *testenv.Env
+	natsURL string
+	// natsAuth is what the suite's NATS clients authenticate with, and
+	// natsOpts connects one with its service credential.
+	natsAuth   *stack.NATS
+	natsOpts   []nats.Option
 	binDir     string
 	ctlLog     string
 	kubeconfig string
@@ -36,6 +42,7 @@ func TestMain(m *testing.M) {
 		Packages: []string{"services/agent-controller", "services/supervisor", "tools/mockagent", "tools/agentctl"},
 	}, func(ctx context.Context, s *stack.Stack) int {
 		env, binDir, natsURL, kubeconfig = s.Env, s.BinDir, s.NATSURL, s.Kubeconfig
+		natsAuth, natsOpts = s.NATS, s.NATS.Options()
 		return run(ctx, m, s.Work)
 	})
 }
@@ -65,7 +72,7 @@ func startController(ctx context.Context, work string) (*stack.Process, error) {
 	addr := addrs[0]
 	metricsURL = "http://" + addr + "/metrics"
 	ctlLog = filepath.Join(work, "agent-controller.log")
-	return stack.StartProcess(ctx, ctlLog, filepath.Join(binDir, "agent-controller"),
+	return stack.StartProcess(ctx, ctlLog, filepath.Join(binDir, "agent-controller"), append([]string{
 		"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", addr, "--health-probe-bind-address", addr, "--poll-interval", "2s",
-		"--supervisor-path", filepath.Join(binDir, "supervisor"), "--nats-url", natsURL, "--log-level", "debug")
+		"--supervisor-path", filepath.Join(binDir, "supervisor"), "--log-level", "debug"}, natsAuth.ControllerArgs()...)...)
 }

@@ -95,7 +95,7 @@ func TestARunSucceedsEndToEnd(t *testing.T) {
 	if !strings.Contains(a.Status.Output, `"type":"result"`) {
 		t.Errorf("status.output lacks the CLI's result line (read back through pods/log):\n%s", a.Status.Output)
 	}
-	evs := runs.Stored(t, natsURL, ns, "fix-42")
+	evs := runs.Stored(t, natsURL, ns, "fix-42", natsOpts...)
 	kinds := map[eventsv1.EventKind]int{}
 	for i, ev := range evs {
 		kinds[ev.GetKind()]++
@@ -159,7 +159,7 @@ func TestAFailingCLIFailsTheAgentWithItsExitCode(t *testing.T) {
 	if a.Status.FailureReason == "" || a.Status.Output == "" {
 		t.Errorf("a failed run keeps a reason and its output: %+v", a.Status)
 	}
-	if lc := lifecycles(runs.Stored(t, natsURL, ns, "review-7")); len(lc) == 0 || lc[len(lc)-1] != "agent/failed" {
+	if lc := lifecycles(runs.Stored(t, natsURL, ns, "review-7", natsOpts...)); len(lc) == 0 || lc[len(lc)-1] != "agent/failed" {
 		t.Errorf("lifecycle events %v", lc)
 	}
 }
@@ -220,7 +220,7 @@ func TestAConversationStoreOutageDoesNotFailTheRun(t *testing.T) {
 		t.Fatalf("condition %+v, want False/%s %q", c, agentsv1alpha1.ReasonRestoreSkipped, want)
 	}
 	var skipped *eventsv1.Lifecycle
-	for _, ev := range runs.Stored(t, natsURL, ns, "carry-on") {
+	for _, ev := range runs.Stored(t, natsURL, ns, "carry-on", natsOpts...) {
 		if lc := ev.GetLifecycle(); lc.GetPhase() == "init" && lc.GetStatus() == "skipped" {
 			skipped = lc
 		}

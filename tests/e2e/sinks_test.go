@@ -38,7 +38,7 @@ func TestAnHTTPSinkReceivesEveryEventOfAJobRun(t *testing.T) {
 	// What the receiver must get: one payload per CLI line (the line's
 	// first event carries it) and per lifecycle or file event, as stored
 	// in the platform stream.
-	want := receiver.Expected(runs.Stored(t, natsURL, ns, "fix-7"))
+	want := receiver.Expected(runs.Stored(t, natsURL, ns, "fix-7", natsOpts...))
 	// The supervisor flushes its sinks before it exits, so the Agent being
 	// terminal means every POST was answered.
 	got := rcv.Payloads()

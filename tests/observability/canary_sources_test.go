@@ -188,7 +188,7 @@ func kubeEvents(t *testing.T) []item {
 // streamMessages reads every message of every JetStream stream (KV
 // buckets and object stores are streams too) with an ordered consumer.
 func streamMessages(t *testing.T) []item {
-	nc, err := nats.Connect(natsURL)
+	nc, err := nats.Connect(natsURL, natsOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	omniav1alpha1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/runspec"
 	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
 	"github.com/agentplane/agentplane/tests/internal/runs"
 	"github.com/agentplane/agentplane/tests/internal/stack"
@@ -156,6 +157,22 @@ func TestNoSecretValueLeaksAnywhere(t *testing.T) {
 	})
 
 	secrets := map[string]string{"canary": canary, "apiKey": apiKey}
+	// The NATS credentials are secrets too: the platform's, and each run's
+	// (seed and JWT), which only its run's supervisor may hold.
+	platformNATS, err := natsAuth.Secrets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(secrets, platformNATS)
+	t.Run("the runs had NATS credentials to leak", func(t *testing.T) {
+		found := runCredentials(t, ns, secrets)
+		t.Logf("run NATS credentials searched for: %v", found)
+		for _, a := range []string{"canary-job", "canary-chat"} {
+			if !slices.Contains(found, a) {
+				t.Errorf("no NATS credential of run %s to search for", a)
+			}
+		}
+	})
 	// A Secret marshalled whole carries its values in base64.
 	for k, v := range sec.StringData {
 		if b64 := base64.StdEncoding.EncodeToString([]byte(v)); !slices.Contains(slices.Collect(maps.Values(secrets)), b64) {
@@ -197,6 +214,30 @@ func TestNoSecretValueLeaksAnywhere(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runCredentials adds to secrets the seed and JWT of the NATS credential
+// of every run of ns whose Secret still exists, and returns the runs'
+// Agent names.
+func runCredentials(t *testing.T, ns string, secrets map[string]string) []string {
+	t.Helper()
+	list, err := env.Kube.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, s := range list.Items {
+		if !strings.HasPrefix(s.Name, runspec.NATSSecretName("")) || len(s.OwnerReferences) == 0 {
+			continue
+		}
+		name := s.OwnerReferences[0].Name
+		if err := stack.CredsSecrets(secrets, "NATS credential of run "+name, s.Data[runspec.NATSCredsKey]); err != nil {
+			t.Errorf("Secret %s: %v", s.Name, err)
+			continue
+		}
+		found = append(found, name)
+	}
+	return found
 }
 
 func newCanary(t *testing.T) string {

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/tests/internal/stack"
 	"github.com/agentplane/agentplane/tools/fakevendor"
@@ -33,8 +35,12 @@ const (
 )
 
 var (
-	env        *testenv.Env
-	natsURL    string
+	env     *testenv.Env
+	natsURL string
+	// natsAuth is what the suite's NATS clients authenticate with, and
+	// natsOpts connects one with its service credential.
+	natsAuth   *stack.NATS
+	natsOpts   []nats.Option
 	binDir     string
 	work       string
 	kubeconfig string
@@ -53,6 +59,7 @@ func TestMain(m *testing.M) {
 			"services/omnia-controllers/cmd/omnia-controllers", "services/supervisor", "tools/mockagent"},
 	}, func(ctx context.Context, s *stack.Stack) int {
 		env, work, binDir, natsURL, kubeconfig = s.Env, s.Work, s.BinDir, s.NATSURL, s.Kubeconfig
+		natsAuth, natsOpts = s.NATS, s.NATS.Options()
 		code, err := run(ctx, m)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "observability: %v\n", err)
@@ -142,15 +149,15 @@ func startPoller(ctx context.Context, vendorURL string) (*stack.Process, error) 
 	}
 	controllerAuth = ctlAuth
 	return startService(ctx, "batch-poller", append([]string{"--grpc-bind-address", pollerAddr, "--batch-poll-seconds", "0.5",
-		"--nats-url", natsURL, "--anthropic-base-url", vendorURL + "/", "--openai-base-url", vendorURL + "/v1/", "--gemini-base-url", vendorURL + "/"},
-		pollerAuth...)...)
+		"--anthropic-base-url", vendorURL + "/", "--openai-base-url", vendorURL + "/v1/", "--gemini-base-url", vendorURL + "/"},
+		append(pollerAuth, natsAuth.ServiceArgs()...)...)...)
 }
 
 func startController(ctx context.Context, _ string) (*stack.Process, error) {
 	return startService(ctx, "agent-controller", append([]string{"--leader-elect=false", "--poll-interval", "2s",
-		"--supervisor-path", filepath.Join(binDir, "supervisor"), "--nats-url", natsURL, "--log-level", "debug",
+		"--supervisor-path", filepath.Join(binDir, "supervisor"), "--log-level", "debug",
 		"--batch-enabled", "--batch-poller-address", pollerAddr, "--batch-poll-seconds", "1", "--batch-timeout-unit", "2s",
-		"--realtime-enabled", "--realtime-key-namespace", platformNS}, controllerAuth...)...)
+		"--realtime-enabled", "--realtime-key-namespace", platformNS}, append(controllerAuth, natsAuth.ControllerArgs()...)...)...)
 }
 
 func startGateway(ctx context.Context, _ string) (*stack.Process, error) {

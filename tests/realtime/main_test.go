@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/tests/internal/stack"
 )
@@ -23,8 +25,12 @@ import (
 const platformNS = "agentplane-system"
 
 var (
-	env         *testenv.Env
-	natsURL     string
+	env     *testenv.Env
+	natsURL string
+	// natsAuth is what the suite's NATS clients authenticate with, and
+	// natsOpts connects one with its service credential.
+	natsAuth    *stack.NATS
+	natsOpts    []nats.Option
 	binDir      string
 	work        string
 	kubeconfig  string
@@ -39,6 +45,7 @@ func TestMain(m *testing.M) {
 		Packages: []string{"services/agent-controller", "services/realtime-gateway", "services/supervisor", "tools/mockagent"},
 	}, func(ctx context.Context, s *stack.Stack) int {
 		env, work, binDir, natsURL, kubeconfig = s.Env, s.Work, s.BinDir, s.NATSURL, s.Kubeconfig
+		natsAuth, natsOpts = s.NATS, s.NATS.Options()
 		return run(ctx, m)
 	})
 }
@@ -89,11 +96,11 @@ func startController(ctx context.Context) (*stack.Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return startProcess(ctx, "agent-controller",
+	return startProcess(ctx, "agent-controller", append([]string{
 		"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", addrs[0],
 		"--health-probe-bind-address", addrs[1], "--poll-interval", "2s",
-		"--supervisor-path", filepath.Join(binDir, "supervisor"), "--nats-url", natsURL, "--log-level", "debug",
-		"--realtime-enabled", "--realtime-key-namespace", platformNS)
+		"--supervisor-path", filepath.Join(binDir, "supervisor"), "--log-level", "debug",
+		"--realtime-enabled", "--realtime-key-namespace", platformNS}, natsAuth.ControllerArgs()...)...)
 }
 
 func startGateway(ctx context.Context) (*stack.Process, error) {

@@ -35,7 +35,7 @@ func TestAnHTTPSinkReceivesEveryEventOfARealtimeTurn(t *testing.T) {
 		t.Fatalf("status %+v", a.Status)
 	}
 
-	stored := runs.Stored(t, natsURL, ns, "chat")
+	stored := runs.Stored(t, natsURL, ns, "chat", natsOpts...)
 	want := receiver.Expected(stored)
 	var lines []string
 	for _, ev := range stored {

@@ -41,10 +41,11 @@ func WaitFor(t testing.TB, c client.Client, ns, name string, within time.Duratio
 }
 
 // Stored reads every event of one run from the AGENT_EVENTS stream at
-// natsURL, in stream order.
-func Stored(t *testing.T, natsURL, ns, agent string) []*eventsv1.RunEvent {
+// natsURL, in stream order, connecting with opts (the stack's service
+// credential: the stack's server admits no anonymous client).
+func Stored(t *testing.T, natsURL, ns, agent string, opts ...nats.Option) []*eventsv1.RunEvent {
 	t.Helper()
-	nc, err := nats.Connect(natsURL)
+	nc, err := nats.Connect(natsURL, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,9 @@
 // Package stack brings up what the end-to-end suites run against on one
 // machine: a real kube-apiserver, etcd and kube-controller-manager;
 // localnode running pods as processes; an embedded NATS server with
-// JetStream; and the binaries they test, built from this tree. It also
-// runs those binaries as processes with their logs in files.
+// JetStream, secured as an install's is (nats.go); and the binaries they
+// test, built from this tree. It also runs those binaries as processes
+// with their logs in files.
 package stack
 
 import (
@@ -13,9 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/tools/localnode/node"
@@ -43,8 +41,13 @@ type Stack struct {
 	// Work is the suite's scratch directory; BinDir the built binaries
 	// (beside Work, not in it). Stop removes both.
 	Work, BinDir string
-	// NATSURL is the embedded NATS server's client URL.
+	// NATSURL is the embedded NATS server's client URL; the server admits
+	// only the users NATS describes.
 	NATSURL string
+	// NATS is the embedded server's credentials: the service credential
+	// of the suites' own clients, and the signing key agent-controller
+	// mints each run's credential with.
+	NATS *NATS
 	// Kubeconfig is the path of the kubeconfig of Options.KubeUser.
 	Kubeconfig string
 
@@ -118,16 +121,12 @@ func (s *Stack) start(ctx context.Context, o Options) (err error) {
 		return fmt.Errorf("start localnode: %w", err)
 	}
 	s.stops = append(s.stops, ln.Stop)
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(s.Work, "jetstream")})
+	n, ns, err := startNATS(s.Work)
 	if err != nil {
-		return fmt.Errorf("nats: %w", err)
+		return err
 	}
-	go ns.Start()
 	s.stops = append(s.stops, ns.Shutdown)
-	if !ns.ReadyForConnections(10 * time.Second) {
-		return fmt.Errorf("NATS did not start")
-	}
-	s.NATSURL = ns.ClientURL()
+	s.NATS, s.NATSURL = n, n.URL
 	kc, err := s.Env.KubeconfigFor(o.KubeUser)
 	if err != nil {
 		return err

@@ -7,9 +7,11 @@ package config
 import (
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/agentplane/agentplane/libs/grpcauth"
+	"github.com/agentplane/agentplane/libs/natsauth"
 	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
 )
@@ -70,6 +72,24 @@ type Config struct {
 	BatchPollerTokenAudience string
 	// NATSURL is the NATS server run pods publish their events to.
 	NATSURL string
+	// NATS is how the controller's own connection authenticates and
+	// verifies the server (--nats-creds-file, --nats-ca-file, ...).
+	NATS natsauth.Client
+	// NATSAccountSeedFile holds the platform account's signing-key seed;
+	// when set, every run gets its own NATS credential.
+	NATSAccountSeedFile string
+	// NATSAccount is the account's public key, needed when the seed is a
+	// signing key rather than the account's own.
+	NATSAccount string
+	// NATSCredentialTTL is the life of a run's credential when its run has
+	// no deadline to expire with.
+	NATSCredentialTTL time.Duration
+	// NATSIssuer mints the runs' credentials, loaded from
+	// NATSAccountSeedFile at startup; nil without one.
+	NATSIssuer *natsauth.Issuer
+	// NATSCA is the content of --nats-ca-file, handed to each run with its
+	// credential; nil without one.
+	NATSCA []byte
 	// PodSecurityLevel is the Pod Security Standards level every run pod
 	// must meet (docs/agent-controller.md, "Pod security").
 	PodSecurityLevel jobbuild.PodSecurityLevel
@@ -117,6 +137,13 @@ func NewFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 	fs.StringVar(&c.BatchPollerTokenAudience, "batch-poller-token-audience", "agentplane-batch-poller",
 		"audience of the token requested for --batch-poller-service-account; batch-poller's --token-audience")
 	fs.StringVar(&c.NATSURL, "nats-url", "", "NATS server run pods publish their events to (AGENT_NATS_URL in the run's environment); none when empty")
+	c.NATS.AddFlags(fs)
+	fs.StringVar(&c.NATSAccountSeedFile, "nats-account-seed-file", "",
+		"file holding the seed of the NATS platform account's signing key (mounted from a Secret); when set, every run gets its own NATS credential, allowed to publish only its own events")
+	fs.StringVar(&c.NATSAccount, "nats-account", "",
+		"public key of the NATS platform account (starting with A); needed when --nats-account-seed-file holds a signing key rather than the account's own seed")
+	fs.DurationVar(&c.NATSCredentialTTL, "nats-credential-ttl", 24*time.Hour,
+		"life of a run's NATS credential when its run has no deadline; a run with one gets a credential that expires shortly after it")
 	fs.StringVar(&c.podSecurityLevel, "pod-security-level", string(jobbuild.PodSecurityRestricted),
 		"Pod Security Standards level every run pod must meet, restricted or baseline; a Job that breaks it fails its Agent")
 	fs.Check(c.validate)
@@ -162,6 +189,38 @@ func (c *Config) validate() error {
 	if c.RealtimeKeyNamespace == "" {
 		c.RealtimeKeyNamespace = c.Pod.Namespace
 	}
+	return c.validateNATS()
+}
+
+// validateNATS checks the controller's own NATS client files and loads the
+// issuer of the runs' credentials, so that a bad seed stops the start
+// instead of failing every run.
+func (c *Config) validateNATS() error {
+	if err := c.NATS.Validate(); err != nil {
+		return fmt.Errorf("NATS client: %w", err)
+	}
+	if c.NATS.CAFile != "" {
+		ca, err := os.ReadFile(c.NATS.CAFile)
+		if err != nil {
+			return fmt.Errorf("--nats-ca-file / NATS_CA_FILE: %w", err)
+		}
+		c.NATSCA = ca
+	}
+	if c.NATSCredentialTTL <= 0 {
+		return fmt.Errorf("--nats-credential-ttl / NATS_CREDENTIAL_TTL must be positive, got %s", c.NATSCredentialTTL)
+	}
+	if c.NATSAccountSeedFile == "" {
+		if c.NATSAccount != "" {
+			return fmt.Errorf("--nats-account / NATS_ACCOUNT needs --nats-account-seed-file / NATS_ACCOUNT_SEED_FILE")
+		}
+		return nil
+	}
+	iss, err := natsauth.LoadIssuer(c.NATSAccountSeedFile, c.NATSAccount)
+	if err != nil {
+		// The error names what is wrong with the seed, never its content.
+		return fmt.Errorf("--nats-account-seed-file / NATS_ACCOUNT_SEED_FILE with --nats-account / NATS_ACCOUNT: %w", err)
+	}
+	c.NATSIssuer = iss
 	return nil
 }
 

@@ -60,6 +60,10 @@ type Options struct {
 	// RealtimeKeyNamespace holds the realtime key Secret shared with
 	// realtime-gateway.
 	RealtimeKeyNamespace string
+	// NATS mints each run's NATS credential; nil gives runs none. Set it
+	// with Reconcile.Job.NATSCredentials (and NATSCA with its CA), which
+	// make the Jobs mount it.
+	NATS *NATSCredentials
 	// BatchCleanupBackoff is the wait before retrying a failed batch
 	// cleanup, doubled per attempt; default 1s.
 	BatchCleanupBackoff time.Duration

@@ -58,7 +58,14 @@ type startOptions struct {
 	record bool
 	// batch, when set, enables batch runs with this batch-poller client.
 	batch batchpb.BatchServiceClient
+	// nats, when set, gives every run its own NATS credential, for a
+	// server at testNATSURL.
+	nats *NATSCredentials
 }
+
+// testNATSURL is the NATS server the runs of a controller started with
+// startOptions.nats publish to; nothing listens there.
+const testNATSURL = "nats://nats.invalid:4222"
 
 // startWith runs a controller for one namespace, shaped by o, until the
 // test ends.
@@ -80,6 +87,10 @@ func startWith(t *testing.T, ns string, o startOptions) (*Controller, *metrics.M
 	opts := Options{Namespace: ns, PollInterval: 2 * time.Second, Log: quiet}
 	if o.batch != nil {
 		opts.Batch, opts.Reconcile.BatchEnabled = o.batch, true
+	}
+	if o.nats != nil {
+		opts.NATS = o.nats
+		opts.Reconcile.Job.NATSURL, opts.Reconcile.Job.NATSCredentials, opts.Reconcile.Job.NATSCA = testNATSURL, true, len(o.nats.CA) > 0
 	}
 	stopRecording := func() {}
 	if o.record {

@@ -260,12 +260,23 @@ func (c *Controller) applyOnce(ctx context.Context, agent *agentsv1alpha1.Agent,
 		}
 	}
 	if plan.RunToken {
-		refused, retry := c.ensureRunToken(ctx, agent)
+		replan, retry := c.ensureRunToken(ctx, agent)
 		switch {
 		case retry != nil:
+			c.showRetrying(ctx, agent, snap, "writing the run's token Secret", retry)
 			return nil, resultError, retry
-		case refused != "":
-			return func(s decision.Snapshot) decision.Plan { return decision.TokenRefused(s, refused) }, "", nil
+		case replan != nil:
+			return replan, "", nil
+		}
+	}
+	if plan.RunCredentials {
+		replan, retry := c.ensureRunCredentials(ctx, agent, plan.CreateJob)
+		switch {
+		case retry != nil:
+			c.showRetrying(ctx, agent, snap, "writing the run's NATS credential Secret", retry)
+			return nil, resultError, retry
+		case replan != nil:
+			return replan, "", nil
 		}
 	}
 	if plan.CreateJob != nil {

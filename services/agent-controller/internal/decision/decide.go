@@ -42,14 +42,30 @@ func Decide(s Snapshot) Plan {
 			return plan
 		}
 	}
+	var plan Plan
 	switch modeOf(s) {
 	case agentsv1alpha1.ExecutionBatch:
-		return decideBatch(s)
+		plan = decideBatch(s)
 	case agentsv1alpha1.ExecutionRealtime:
-		return decideRealtime(s)
+		plan = decideRealtime(s)
 	default:
-		return decideJob(s)
+		plan = decideJob(s)
 	}
+	withRunSecrets(s, &plan)
+	return plan
+}
+
+// withRunSecrets asks for the Secrets the plan's Job mounts, to be written
+// before it: the NATS credential of every run Job that publishes (a batch
+// fallback's too), and a realtime session's token. A run whose own Job
+// exists already (its patch to Running was lost) had them written before
+// that Job, so they are not asked for again.
+func withRunSecrets(s Snapshot, plan *Plan) {
+	if plan.CreateJob == nil || s.PendingWithJob[s.Agent.Name] {
+		plan.RunToken = false
+		return
+	}
+	plan.RunCredentials = s.Config.Job.RunCredentials()
 }
 
 // missingRef fails a run whose Station or AgentDefinition does not exist.

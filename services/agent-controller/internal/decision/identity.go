@@ -108,3 +108,29 @@ func JobNameTaken(s Snapshot, job *batchv1.Job) Plan {
 	st := s.Agent.Status.DeepCopy()
 	return jobNameTaken(s, st)
 }
+
+// The Secrets a run's pod mounts (its NATS credential, a realtime
+// session's token) are named from the Agent's uid, which anyone who can
+// read the Agent knows before the controller writes them: whoever may
+// create Secrets in the namespace can create one first, with a credential
+// or token of their choosing. Only a Secret the controller wrote for this
+// run (controlled by the Agent's uid, immutable, with the content the
+// controller derives for the run) is the run's; the run never starts with
+// any other.
+
+// ReasonSecretNameTaken is the Resolved condition's reason on a run that
+// failed because a Secret of its name is not its own.
+const ReasonSecretNameTaken = "SecretNameTaken"
+
+// SecretNameTaken is the plan when the run's Secret name (secret) is held
+// by a Secret that is not the run's; why says how it differs, without its
+// content. A Pending run fails before its Job exists; a started one (a
+// batch falling back to a Job) ends Failed.
+func SecretNameTaken(s Snapshot, secret, why string) Plan {
+	a := s.Agent
+	reason := fmt.Sprintf("Secret %s already exists and %s: the run never mounts it; delete it and create the Agent again", secret, why)
+	if a.Status.Phase == agentsv1alpha1.PhaseRunning {
+		return finish(s, a.Status.DeepCopy(), agentsv1alpha1.PhaseFailed, 1, "", reason, FailureInvalidSpec)
+	}
+	return fail(s, reason, FailureInvalidSpec, ReasonSecretNameTaken)
+}

@@ -125,8 +125,11 @@ type Plan struct {
 	// Submit asks batch-poller to submit the run before the status patch.
 	Submit *BatchSubmit
 	// RunToken asks for the realtime run's token Secret before its Job.
-	RunToken  bool
-	CreateJob *batchv1.Job
+	RunToken bool
+	// RunCredentials asks for the run's NATS credential Secret before
+	// its Job, which mounts it (jobbuild.Config.RunCredentials).
+	RunCredentials bool
+	CreateJob      *batchv1.Job
 	// Status is the complete new status; nil means no patch.
 	Status *agentsv1alpha1.AgentStatus
 	// Prune asks the driver to prune the Station's history after the patch.

@@ -7,6 +7,7 @@ package jobbuild
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,14 @@ const (
 	InitContainerName = "init"
 	// tokenVolume mounts a realtime run's token Secret.
 	tokenVolume = "realtime-token"
+	// natsVolume mounts the run's NATS credential Secret.
+	natsVolume = "nats-credentials"
+	// secretMode is the mode of the files of the Secrets the controller
+	// mounts: owned by root, readable by the fsGroup the run's containers
+	// run in (runUser), so by them and no other user. 0400 would leave
+	// them readable by root alone wherever the kubelet does not widen the
+	// mode for fsGroup.
+	secretMode = 0o440
 )
 
 // Config is the controller-wide part of every Job.
@@ -55,7 +64,20 @@ type Config struct {
 	// PodSecurityLevel is the Pod Security Standards level the run pod must
 	// meet (podsecurity.go); empty is PodSecurityRestricted.
 	PodSecurityLevel PodSecurityLevel
+	// NATSCredentials gives the run its own NATS credential: the Secret
+	// runspec.NATSSecretName(uid), which the controller creates before the
+	// Job, is mounted at runspec.NATSMountDir in the supervisor's
+	// containers, and AGENT_NATS_CREDS_FILE points at it. Only with
+	// NATSURL.
+	NATSCredentials bool
+	// NATSCA says the credential Secret also holds the CA that verifies
+	// the NATS server (AGENT_NATS_CA_FILE).
+	NATSCA bool
 }
+
+// RunCredentials reports whether each run gets its own NATS credential
+// Secret, which must exist before its Job.
+func (c Config) RunCredentials() bool { return c.NATSURL != "" && c.NATSCredentials }
 
 // Input is everything one Job is built from.
 type Input struct {
@@ -114,7 +136,7 @@ func Build(in Input) (*batchv1.Job, error) {
 
 	var volumes []corev1.Volume
 	for _, v := range ps.Volumes {
-		if v.Name != "agent" && v.Name != "workspace" && v.Name != tokenVolume {
+		if v.Name != "agent" && v.Name != "workspace" && v.Name != tokenVolume && v.Name != natsVolume {
 			volumes = append(volumes, v)
 		}
 	}
@@ -127,14 +149,24 @@ func Build(in Input) (*batchv1.Job, error) {
 		ps.Volumes = append(ps.Volumes, corev1.Volume{Name: tokenVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName:  realtime.TokenSecretName(string(in.Agent.UID)),
 			Items:       []corev1.KeyToPath{{Key: realtime.TokenSecretKey, Path: realtime.TokenSecretKey}},
-			DefaultMode: ptr.To[int32](0o440),
+			DefaultMode: ptr.To[int32](secretMode),
 		}}})
 	}
 	mounts := []corev1.VolumeMount{{Name: "agent", MountPath: runspec.AgentDir}, {Name: "workspace", MountPath: runspec.WorkspaceDir}}
+	if in.Config.RunCredentials() {
+		// Both of the supervisor's steps publish the run's events, and
+		// only they get the credential: it comes from a Secret owned by
+		// the Agent, so it is in neither the Job nor the Pod spec.
+		ps.Volumes = append(ps.Volumes, natsCredentialsVolume(in))
+		mounts = append(mounts, corev1.VolumeMount{Name: natsVolume, MountPath: runspec.NATSMountDir, ReadOnly: true})
+	}
 
 	for i := range ps.Containers {
 		c := &ps.Containers[i]
 		if c.Name != agentsv1alpha1.AgentContainerName {
+			// A sidecar never gets the run's credential, even by naming
+			// its volume.
+			c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == natsVolume })
 			continue
 		}
 		c.Command = []string{runspec.SupervisorBinary, runspec.CommandRun}
@@ -143,7 +175,7 @@ func Build(in Input) (*batchv1.Job, error) {
 		c.EnvFrom = nil
 		var keep []corev1.VolumeMount
 		for _, m := range c.VolumeMounts {
-			if m.Name != "agent" && m.Name != "workspace" {
+			if m.Name != "agent" && m.Name != "workspace" && m.Name != natsVolume {
 				keep = append(keep, m)
 			}
 		}
@@ -203,6 +235,18 @@ func Build(in Input) (*batchv1.Job, error) {
 			Template:                *tmpl,
 		},
 	}, nil
+}
+
+// natsCredentialsVolume is the run's NATS credential Secret, with its CA
+// when there is one.
+func natsCredentialsVolume(in Input) corev1.Volume {
+	items := []corev1.KeyToPath{{Key: runspec.NATSCredsKey, Path: runspec.NATSCredsKey}}
+	if in.Config.NATSCA {
+		items = append(items, corev1.KeyToPath{Key: runspec.NATSCAKey, Path: runspec.NATSCAKey})
+	}
+	return corev1.Volume{Name: natsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: runspec.NATSSecretName(string(in.Agent.UID)), Items: items, DefaultMode: ptr.To[int32](secretMode),
+	}}}
 }
 
 func hasPort(c *corev1.Container, port int32) bool {

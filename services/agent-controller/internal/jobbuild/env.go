@@ -121,6 +121,12 @@ func runEnv(in Input, spec string) []corev1.EnvVar {
 		TargetRepo:         in.Agent.Spec.TargetRepo,
 		Branch:             in.Agent.Spec.Branch,
 	}
+	if in.Config.RunCredentials() {
+		run.NATSCredsFile = runspec.NATSMountDir + "/" + runspec.NATSCredsKey
+		if in.Config.NATSCA {
+			run.NATSCAFile = runspec.NATSMountDir + "/" + runspec.NATSCAKey
+		}
+	}
 	if len(out.Select) > 0 {
 		run.SelectJSON = mustJSON(out.Select)
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/libs/events"
+	"github.com/agentplane/agentplane/libs/natsauth"
 	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/sinks"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
@@ -109,18 +110,7 @@ func New(opts Options) *Emitter {
 		kinds:   map[eventsv1.EventKind]uint64{},
 	}
 	if opts.Env.NATSURL != "" {
-		inflight := opts.MaxInFlight
-		if inflight <= 0 {
-			inflight = PublishMaxInFlight
-		}
-		buffer := opts.PublishBuffer
-		if buffer <= 0 {
-			buffer = PublishBuffer
-		}
-		pub, err := events.NewPublisher(events.PublisherOptions{
-			URL: opts.Env.NATSURL, Name: "supervisor " + opts.Env.Namespace + "/" + opts.Env.Agent,
-			Buffer: buffer, MaxInFlight: inflight, Logger: log,
-		})
+		pub, err := newPublisher(opts, log)
 		if err != nil {
 			log.Error("no NATS publishing for this run", "err", err)
 		} else {
@@ -139,6 +129,12 @@ func New(opts Options) *Emitter {
 		switch c.Type {
 		case sinks.TypeStdout:
 		case sinks.TypeNATS:
+			if c.Subject != "" {
+				// A recipe's own nats sink: its selected events go, on
+				// the run's connection, under the namespace's prefix.
+				kept = append(kept, c)
+				continue
+			}
 			if e.pub == nil {
 				log.Warn("output.sinks names nats but no NATS_URL is set; skipping it")
 			}
@@ -146,11 +142,49 @@ func New(opts Options) *Emitter {
 			kept = append(kept, c)
 		}
 	}
-	e.set, err = sinks.Build(kept, sinks.BuildOptions{Getenv: opts.Env.Getenv, Select: sel, QueueSize: SinkQueue, Logger: log})
+	bo := sinks.BuildOptions{Getenv: opts.Env.Getenv, Select: sel, QueueSize: SinkQueue, Logger: log, Namespace: opts.Env.Namespace}
+	if e.pub != nil {
+		bo.NATSConn = e.pub.Conn()
+	}
+	e.set, err = sinks.Build(kept, bo)
 	if err != nil {
 		log.Warn("some output sinks could not be built", "err", err)
 	}
 	return e
+}
+
+// newPublisher connects the run's publisher. With the run's own
+// credential (AGENT_NATS_CREDS_FILE, mounted by the controller) it
+// authenticates as the run, takes replies on the run's own inbox (the
+// only one the credential may read), keys its message ids with the
+// credential so no other client can predict them, and leaves the stream
+// alone, which the credential may not manage. A CA (AGENT_NATS_CA_FILE)
+// makes the connection verify the server over TLS, with or without a
+// credential. An unreadable credential is an error naming the file,
+// never quoting it.
+func newPublisher(opts Options, log *slog.Logger) (*events.Publisher, error) {
+	env := opts.Env
+	po := events.PublisherOptions{
+		URL: env.NATSURL, Name: "supervisor " + env.Namespace + "/" + env.Agent,
+		Buffer: opts.PublishBuffer, MaxInFlight: opts.MaxInFlight, Logger: log,
+	}
+	if po.MaxInFlight <= 0 {
+		po.MaxInFlight = PublishMaxInFlight
+	}
+	if po.Buffer <= 0 {
+		po.Buffer = PublishBuffer
+	}
+	client := natsauth.Client{CredsFile: env.NATSCredsFile, CAFile: env.NATSCAFile}
+	if env.NATSCredsFile != "" {
+		key, err := client.MsgIDKey()
+		if err != nil {
+			return nil, fmt.Errorf("the run's NATS credential %s: %w", env.NATSCredsFile, err)
+		}
+		client.InboxPrefix = natsauth.InboxPrefix(env.UID)
+		po.MsgIDKey, po.NoStreamSetup = key, true
+	}
+	po.ConnectOptions = client.Options()
+	return events.NewPublisher(po)
 }
 
 // Run returns the stamper, for callers that build events themselves.

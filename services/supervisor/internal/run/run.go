@@ -296,11 +296,17 @@ func (r *runner) watchFiles() {
 	}
 }
 
-// childEnv is the supervisor's environment minus the credentials only the
-// supervisor needs (sink and conversation headers: the agent runs
-// arbitrary tools and has no use for them), plus the git token aliases.
+// childEnv is the supervisor's environment minus what only the supervisor
+// needs (sink and conversation headers, and the NATS server, credential
+// and CA: the agent runs arbitrary tools and has no use for them), plus
+// the git token aliases.
 func childEnv(env runenv.Env) []string {
-	drop := map[string]bool{}
+	// The run's NATS connection is the supervisor's alone: the CLI has no
+	// use for the server, the run's credential or its CA.
+	drop := map[string]bool{
+		runspec.EnvNATSURL: true, runspec.EnvNATSURLOverride: true,
+		runspec.EnvNATSCredsFile: true, runspec.EnvNATSCAFile: true,
+	}
 	cfgs, _ := sinks.ParseSinks([]byte(env.Getenv(sinks.EnvSinks)))
 	for _, c := range cfgs {
 		if c.HeadersSecret != "" {
