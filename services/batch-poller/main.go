@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -42,6 +43,64 @@ const authCacheTTL = 30 * time.Second
 // probes tell the operator.
 const syncWait = 5 * time.Minute
 
+// connectNATS connects for completion notices with batch-poller's
+// credential and CA (cfg.NATS). Notices are fire and forget: it keeps
+// reconnecting forever rather than fail the service when NATS is away,
+// also past an authorization error, since the creds file is read again on
+// every attempt and a rotated Secret ends it. The first error of each
+// outage is logged, so a refused credential is seen without a line every
+// reconnect wait.
+func connectNATS(cfg *config.Config, log *slog.Logger) (*nats.Conn, error) {
+	nl := &natsLog{log: log}
+	opts := append([]nats.Option{nats.Name(config.Name), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
+		nats.IgnoreAuthErrorAbort(),
+		nats.ErrorHandler(func(nc *nats.Conn, _ *nats.Subscription, err error) {
+			// An authorization error arrives here while reconnecting; an
+			// error on a live connection is worth a line of its own.
+			if nc.IsConnected() {
+				log.Warn("NATS error", "err", err)
+				return
+			}
+			nl.failed(err)
+		}),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { nl.failed(err) }),
+		nats.ConnectHandler(func(*nats.Conn) { nl.connected() }),
+		nats.ReconnectHandler(func(*nats.Conn) { nl.connected() }),
+	}, cfg.NATS.Options()...)
+	nc, err := nats.Connect(cfg.NATSURL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS %s: %w", cfg.NATSURL, err)
+	}
+	return nc, nil
+}
+
+// natsLog logs the first NATS error after each successful connection and
+// drops the repeats. The errors are the server's and the client's
+// (authorization violation, connection refused); they never hold the
+// credential.
+type natsLog struct {
+	log     *slog.Logger
+	mu      sync.Mutex
+	failing bool
+}
+
+func (l *natsLog) failed(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failing {
+		return
+	}
+	l.failing = true
+	l.log.Warn("NATS unavailable; completion notices wait until it is back", "err", err)
+}
+
+func (l *natsLog) connected() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failing = false
+	l.log.Info("connected to NATS")
+}
+
 func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	rc, err := service.RESTConfig(config.Name, cfg.Kube)
 	if err != nil {
@@ -56,11 +115,9 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 
 	var publish func(*eventsv1.RunEvent) error
 	if cfg.NATSURL != "" {
-		// Notices are fire and forget; keep reconnecting forever rather
-		// than fail the service when NATS is away.
-		nc, err := nats.Connect(cfg.NATSURL, nats.Name(config.Name), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true))
+		nc, err := connectNATS(cfg, log)
 		if err != nil {
-			return fmt.Errorf("connect to NATS %s: %w", cfg.NATSURL, err)
+			return err
 		}
 		defer nc.Close()
 		publish = func(ev *eventsv1.RunEvent) error { return events.PublishBatchNotice(nc, ev) }
@@ -115,7 +172,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 
 	log.Info("batch-poller starting", "version", service.Version().Version, "grpc", g.Addr().String(),
 		"metrics", cfg.MetricsBindAddress, "health", cfg.HealthProbeBindAddress,
-		"pollPeriod", cfg.PollPeriod.String(), "nats", cfg.NATSURL != "",
+		"pollPeriod", cfg.PollPeriod.String(), "nats", cfg.NATSURL != "", "natsCredential", cfg.NATS.CredsFile != "",
 		"allowedCallers", cfg.AllowedCallers, "tokenAudience", cfg.TokenAudience, "secretNamespaces", cfg.SecretNamespaces)
 	return g.Serve(ctx, cfg.ShutdownTimeout)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 	"github.com/agentplane/agentplane/libs/events"
 	"github.com/agentplane/agentplane/libs/events/eventstest"
 	"github.com/agentplane/agentplane/libs/grpcauth"
+	"github.com/agentplane/agentplane/libs/natsauth"
 	"github.com/agentplane/agentplane/libs/testenv"
 	batchv1 "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
@@ -54,7 +57,17 @@ func TestServiceStartsFromFlagsServesAndStopsOnSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, base := fakevendortest.Start(t, fakevendor.Options{APIKey: "k"})
-	nsrv := eventstest.Start(t)
+	// NATS as installed: operator mode, batch-poller with its own
+	// service credential.
+	authority, err := natsauth.NewAuthority()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsrv := eventstest.StartSecured(t, authority)
+	creds, err := authority.Issuer().ServiceCredentials("batch-poller", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := make(chan *eventsv1.RunEvent, 4)
 	if _, err := events.SubscribeBatchNotices(nsrv.Connect(), ns, "", func(ev *eventsv1.RunEvent) { got <- ev }); err != nil {
 		t.Fatal(err)
@@ -67,7 +80,7 @@ func TestServiceStartsFromFlagsServesAndStopsOnSignal(t *testing.T) {
 	grpcAddr, metricsAddr, healthAddr := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
 	cfg, err := config.Parse([]string{"--grpc-bind-address", grpcAddr, "--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", healthAddr, "--kubeconfig", kcPath,
-		"--nats-url", nsrv.URL(), "--anthropic-base-url", base, "--shutdown-timeout", "2s",
+		"--nats-url", nsrv.URL(), "--nats-creds-file", eventstest.WriteCreds(t, creds), "--anthropic-base-url", base, "--shutdown-timeout", "2s",
 		"--allowed-callers", grpcauth.ServiceAccountUsername(ctl, "agent-controller"), "--secret-namespaces", ns},
 		func(k string) string { return map[string]string{"BATCH_POLL_SECONDS": "0.1"}[k] }, io.Discard)
 	if err != nil {
@@ -144,4 +157,121 @@ func TestServiceStartsFromFlagsServesAndStopsOnSignal(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("did not stop")
 	}
+}
+
+// TestCompletionNoticesNeedAServiceCredential: against NATS in operator
+// mode, batch-poller's notices go out with the credential the
+// installation minted for it; without one, or with one the server does
+// not trust or that has expired, the server refuses the connection and
+// batch-poller says so once in its log, so nobody can publish notices
+// (which make the agent-controller read a batch) without a credential.
+func TestCompletionNoticesNeedAServiceCredential(t *testing.T) {
+	authority, err := natsauth.NewAuthority()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := natsauth.NewAuthority()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mint := func(a *natsauth.Authority, expires time.Time) []byte {
+		b, err := a.Issuer().ServiceCredentials("batch-poller", expires)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cases := []struct {
+		name  string
+		creds []byte
+		// refused is what the server answers; empty when the notice
+		// must arrive.
+		refused string
+	}{
+		{"a service credential of the installation publishes notices", mint(authority, time.Time{}), ""},
+		{"a connection without a credential is refused", nil, "authorization violation"},
+		{"a credential another authority minted is refused", mint(stranger, time.Time{}), "authorization violation"},
+		{"an expired credential is refused", mint(authority, time.Now().Add(-time.Minute)), "authorization violation"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := eventstest.StartSecured(t, authority)
+			got := make(chan *eventsv1.RunEvent, 1)
+			watcher := srv.Connect()
+			if _, err := events.SubscribeBatchNotices(watcher, "team-a", "", func(ev *eventsv1.RunEvent) { got <- ev }); err != nil {
+				t.Fatal(err)
+			}
+			if err := watcher.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"--nats-url", srv.URL(), "--allowed-callers", "system:serviceaccount:agentplane-system:agent-controller"}
+			if tc.creds != nil {
+				args = append(args, "--nats-creds-file", eventstest.WriteCreds(t, tc.creds))
+			}
+			cfg, err := config.Parse(args, func(string) string { return "" }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs lockedBuffer
+			nc, err := connectNATS(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			notice := &eventsv1.RunEvent{Run: &eventsv1.RunIdentity{Namespace: "team-a", Agent: "a1", Uid: "u1"}}
+			if tc.refused == "" {
+				// Published while the first connection is being made, it
+				// is sent once it is up.
+				if err := events.PublishBatchNotice(nc, notice); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case ev := <-got:
+					if ev.GetRun().GetAgent() != "a1" {
+						t.Errorf("notice = %v", ev)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("no notice arrived; log:\n%s", logs.String())
+				}
+				return
+			}
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(strings.ToLower(logs.String()), tc.refused); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the log does not say %q; connected: %v; log:\n%s", tc.refused, nc.IsConnected(), logs.String())
+				}
+			}
+			if nc.IsConnected() {
+				t.Fatal("the connection is up")
+			}
+			if err := events.PublishBatchNotice(nc, notice); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case ev := <-got:
+				t.Fatalf("a notice arrived without a trusted credential: %v", ev)
+			case <-time.After(time.Second):
+			}
+			if n := strings.Count(logs.String(), "NATS unavailable"); n != 1 {
+				t.Errorf("the refusal is logged %d times, want once:\n%s", n, logs.String())
+			}
+		})
+	}
+}
+
+// lockedBuffer is a log sink the NATS callbacks and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -200,6 +200,7 @@ maxOutputBytes: 1000
 pollInterval: 30s
 workers: 2
 natsUrl: nats://nats:4222
+nats: {credentialsSecret: c, caSecret: ca, accountSigningKeySecret: k}
 supervisor: {path: /supervisor}
 batch: {enabled: true, pollSeconds: 30}
 realtime: {enabled: true, keyNamespace: keys}
@@ -212,6 +213,7 @@ shutdownTimeout: 5s
 batchPollSeconds: 30
 batchPollConcurrency: 4
 natsUrl: nats://nats:4222
+nats: {credentialsSecret: c, caSecret: ca}
 anthropicBaseUrl: https://a.example
 openaiBaseUrl: https://o.example/v1
 geminiBaseUrl: https://g.example

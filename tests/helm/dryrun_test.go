@@ -134,9 +134,9 @@ func installServiceMonitorCRD(t *testing.T) {
 }
 
 // TestUmbrellaIsAcceptedByTheAPIServer renders the umbrella chart with
-// every service and every optional object on and sends each object to a
-// real kube-apiserver (server-side dry run), the ServiceMonitors against
-// the Prometheus Operator's own CRD.
+// every service and every optional object on, NATS authentication
+// included, and sends each object to a real kube-apiserver (server-side
+// dry run), the ServiceMonitors against the Prometheus Operator's own CRD.
 func TestUmbrellaIsAcceptedByTheAPIServer(t *testing.T) {
 	installServiceMonitorCRD(t)
 	ns := restrictedNamespace(t)
@@ -151,6 +151,14 @@ func TestUmbrellaIsAcceptedByTheAPIServer(t *testing.T) {
 		values += c + ":\n" + optional
 		if c == "realtime-gateway" {
 			values += "  tls: {secretName: gateway-tls}\n  service: {type: LoadBalancer}\n"
+		}
+		// The NATS Secrets, mounted, and the signing key's account
+		// variable.
+		switch c {
+		case "agent-controller":
+			values += "  nats: {credentialsSecret: nats-ac, caSecret: nats-ca, accountSigningKeySecret: nats-account}\n"
+		case "batch-poller":
+			values += "  nats: {credentialsSecret: nats-bp}\n"
 		}
 	}
 

@@ -85,6 +85,8 @@ func TestUmbrellaGrantsWhatKustomizeGrants(t *testing.T) {
 		{"omnia grants what the omnia component adds", []string{"omnia"}, "global: {omnia: {enabled: true}}"},
 		{"everything on grants what the base with every component grants", []string{"batch", "realtime", "omnia"},
 			"global: {batch: {enabled: true}, realtime: {enabled: true}, omnia: {enabled: true}}"},
+		{"NATS run credentials grant what the nats-auth component adds", []string{"batch", "nats-auth"},
+			"global: {batch: {enabled: true}}" + natsInitValues},
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {

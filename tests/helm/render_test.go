@@ -477,11 +477,11 @@ leaderElection: {leaseDuration: 30s, renewDeadline: 20s, retryPeriod: 4s, id: ot
 			}
 			wantNoFlag(t, r, ac, "--realtime-key-namespace")
 		}},
-		{name: "agent-controller: realtime.enabled grants the token Secrets and the shared key, in realtime.keyNamespace", chart: ac,
+		{name: "agent-controller: realtime.enabled grants the token Secrets (create, and get to check a taken name) and the shared key, in realtime.keyNamespace", chart: ac,
 			values: "realtime: {enabled: true, keyNamespace: keys}", check: func(t *testing.T, r *rendered) {
 				wantArgs(t, r, ac, "--realtime-enabled=true", "--realtime-key-namespace=keys")
 				cr := r.get(t, "ClusterRole", "", releaseNS+"-agent-controller-realtime")
-				wantField(t, cr.Object, []any{"create"}, "rules", "0", "verbs")
+				wantField(t, cr.Object, []any{"create", "get"}, "rules", "0", "verbs")
 				role := r.get(t, "Role", "keys", "agent-controller-realtime-key")
 				wantField(t, role.Object, []any{"agentplane-realtime-key"}, "rules", "0", "resourceNames")
 				wantField(t, role.Object, []any{"get"}, "rules", "0", "verbs")
@@ -783,7 +783,7 @@ func umbrellaRules() []rule {
 }
 
 func TestRenderRules(t *testing.T) {
-	all := append(append(commonRules(), serviceRules()...), umbrellaRules()...)
+	all := append(append(append(commonRules(), serviceRules()...), umbrellaRules()...), natsRules()...)
 	seen := map[string]bool{}
 	for _, tc := range all {
 		if seen[tc.name] {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -15,11 +16,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/natsauth"
 )
 
 // globals are the flags every command shares.
 type globals struct {
 	kubeconfig, context, namespace, natsURL string
+	// natsCreds and natsCA are the NATS credential and CA files; none
+	// when empty.
+	natsCreds, natsCA string
 }
 
 // clients are what a command talks to.
@@ -72,9 +77,21 @@ func (cl *clients) agent(ctx context.Context, name string) (*agentsv1alpha1.Agen
 }
 
 // jetStream connects to NATS quickly or not at all: a missing NATS means
-// falling back to the Agent's status, not a hang.
+// falling back to the Agent's status, not a hang. Every NATS connection
+// of agentctl is made here, with --nats-creds and --nats-ca.
 func (g *globals) jetStream() (*nats.Conn, jetstream.JetStream, error) {
-	nc, err := nats.Connect(g.natsURL, nats.Timeout(2*time.Second), nats.Name("agentctl"))
+	auth := natsauth.Client{CredsFile: g.natsCreds, CAFile: g.natsCA}
+	// A file that cannot be read is named as the flag, not as a refused
+	// connection.
+	for flag, f := range map[string]string{"--nats-creds": auth.CredsFile, "--nats-ca": auth.CAFile} {
+		if f == "" {
+			continue
+		}
+		if _, err := os.Stat(f); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", flag, err)
+		}
+	}
+	nc, err := nats.Connect(g.natsURL, append([]nats.Option{nats.Timeout(2 * time.Second), nats.Name("agentctl")}, auth.Options()...)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to NATS at %s: %w", g.natsURL, err)
 	}

@@ -7,8 +7,11 @@
 //
 // It follows the usual kubeconfig conventions (--kubeconfig, KUBECONFIG,
 // --context, -n/--namespace) and reads run events from NATS JetStream
-// (--nats-url, NATS_URL), falling back to watching the Agent's status when
-// NATS cannot be reached.
+// (--nats-url, NATS_URL; --nats-creds, NATS_CREDS and --nats-ca, NATS_CA
+// when the server requires a credential and TLS), falling back to watching
+// the Agent's status when NATS cannot be reached.
+//
+//	agentctl nats init --out DIR       the NATS credentials of an install
 package main
 
 import (
@@ -68,8 +71,10 @@ func newRoot() *cobra.Command {
 	f.StringVar(&g.context, "context", "", "kubeconfig context to use")
 	f.StringVarP(&g.namespace, "namespace", "n", "", "namespace (default: the context's)")
 	f.StringVar(&g.natsURL, "nats-url", envOr("NATS_URL", "nats://127.0.0.1:4222"), "NATS server holding the AGENT_EVENTS stream ($NATS_URL)")
+	f.StringVar(&g.natsCreds, "nats-creds", envOr("NATS_CREDS", ""), "NATS user credentials file, e.g. the agentctl.creds of agentctl nats init ($NATS_CREDS)")
+	f.StringVar(&g.natsCA, "nats-ca", envOr("NATS_CA", ""), "CA certificates that verify the NATS server's certificate; TLS is required when set ($NATS_CA)")
 	root.AddCommand(newRunCmd(g), newGetCmd(g, "get"), newGetCmd(g, "list"), newLogsCmd(g), newEventsCmd(g), newCancelCmd(g),
-		newPromptCmd(g), newChatCmd(g))
+		newPromptCmd(g), newChatCmd(g), newNATSCmd(g))
 	return root
 }
 

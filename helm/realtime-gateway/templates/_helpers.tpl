@@ -196,6 +196,34 @@ seccompProfile:
 {{- end }}
 {{- end }}
 
+{{/*
+NATS authentication (docs/security.md), for the charts whose service
+connects to NATS: the Secret nats.credentialsSecret (key user.creds) and
+the Secret nats.caSecret, default global.nats.caSecret (key ca.crt), each
+mounted read-only with mode 0400 (the pod's fsGroup lets the service read
+it) and passed as --nats-creds-file and --nats-ca-file. Only the named key
+is mounted: a Secret without it stops the pod from starting, rather than
+the service connecting without it. As JSON: flags, volumes and
+volumeMounts, each empty without the Secrets.
+*/}}
+{{- define "realtime-gateway.natsAuth" -}}
+{{- $nats := .Values.nats | default dict -}}
+{{- $ca := default (dig "nats" "caSecret" "" (.Values.global | default dict)) $nats.caSecret -}}
+{{- $out := dict "flags" (list) "volumes" (list) "volumeMounts" (list) -}}
+{{- range list (list "credentials" $nats.credentialsSecret "user.creds" "nats-creds-file") (list "ca" $ca "ca.crt" "nats-ca-file") -}}
+{{- $secret := index . 1 -}}
+{{- if $secret -}}
+{{- $volume := printf "nats-%s" (index . 0) -}}
+{{- $dir := printf "/etc/agentplane/nats/%s" (index . 0) -}}
+{{- $key := index . 2 -}}
+{{- $_ := set $out "flags" (append $out.flags (list (index . 3) (printf "%s/%s" $dir $key))) -}}
+{{- $_ := set $out "volumes" (append $out.volumes (dict "name" $volume "secret" (dict "secretName" $secret "defaultMode" 256 "items" (list (dict "key" $key "path" $key))))) -}}
+{{- $_ := set $out "volumeMounts" (append $out.volumeMounts (dict "name" $volume "mountPath" $dir "readOnly" true)) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end }}
+
 {{- define "realtime-gateway.probes" -}}
 livenessProbe:
   httpGet:

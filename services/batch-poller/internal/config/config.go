@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/agentplane/agentplane/libs/natsauth"
 	"github.com/agentplane/agentplane/libs/service"
 )
 
@@ -29,6 +30,9 @@ type Config struct {
 	PollConcurrency int
 	// NATSURL receives completion notices; empty publishes none.
 	NATSURL string
+	// NATS is how batch-poller authenticates to NATS and verifies the
+	// server: a service credential and a CA, each a mounted file.
+	NATS natsauth.Client
 	// AnthropicBaseURL, OpenAIBaseURL and GeminiBaseURL override the SDK
 	// defaults (fakevendor in tests); empty keeps them.
 	AnthropicBaseURL string
@@ -69,6 +73,7 @@ func newFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 		"poll period in seconds, fractions allowed (0.2 in tests); no batch is read at the vendor more than once per period")
 	fs.IntVar(&c.PollConcurrency, "batch-poll-concurrency", 32, "background vendor polls in flight at once")
 	fs.StringVar(&c.NATSURL, "nats-url", "", "NATS server for batch completion notices; none are published when empty")
+	c.NATS.AddFlags(fs)
 	fs.StringVar(&c.AnthropicBaseURL, "anthropic-base-url", "", "Anthropic API base URL; the SDK default (https://api.anthropic.com) when empty")
 	fs.StringVar(&c.OpenAIBaseURL, "openai-base-url", "", "OpenAI API base URL, ending in /v1; the SDK default (https://api.openai.com/v1) when empty")
 	fs.StringVar(&c.GeminiBaseURL, "gemini-base-url", "", "Gemini API base URL; the SDK default when empty")
@@ -107,6 +112,11 @@ func newFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 			}
 		}
 		return nil
+	})
+	fs.Check(func() error {
+		// A credential that cannot be read is a startup error rather than
+		// a connection refused later, in a loop, with no hint why.
+		return c.NATS.Validate()
 	})
 	fs.Check(func() error {
 		if c.PollConcurrency < 1 {

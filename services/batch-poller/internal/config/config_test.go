@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane/libs/natsauth"
 	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/libs/service/servicetest"
 )
@@ -18,6 +21,7 @@ import (
 const caller = "system:serviceaccount:agentplane-system:agent-controller"
 
 func TestParse(t *testing.T) {
+	credsFile, caFile := natsFiles(t)
 	cases := []struct {
 		name    string
 		args    []string
@@ -63,6 +67,14 @@ func TestParse(t *testing.T) {
 		{"shutdown timeout must be a duration", nil, map[string]string{"SHUTDOWN_TIMEOUT": "x"}, nil, "SHUTDOWN_TIMEOUT"},
 		{"an unknown log level is refused", []string{"--log-level=verbose"}, nil, nil, "--log-level"},
 		{"the old flag names are gone", []string{"--poll-seconds=5"}, nil, nil, "poll-seconds"},
+		{"the NATS credential and CA files are read from flags", []string{"--nats-creds-file", credsFile, "--nats-ca-file", caFile}, nil,
+			func(c *Config) bool { return c.NATS.CredsFile == credsFile && c.NATS.CAFile == caFile }, ""},
+		{"the NATS credential file falls back to its variable", nil, map[string]string{"NATS_CREDS_FILE": credsFile},
+			func(c *Config) bool { return c.NATS.CredsFile == credsFile && c.NATS.CAFile == "" }, ""},
+		{"a missing NATS credential file is refused at startup", []string{"--nats-creds-file", "/nonexistent/user.creds"}, nil, nil, "--nats-creds-file"},
+		{"a NATS credential file that holds no credential is refused at startup", []string{"--nats-creds-file", caFile}, nil, nil, "--nats-creds-file"},
+		{"a missing NATS CA file is refused at startup", []string{"--nats-ca-file", "/nonexistent/ca.crt"}, nil, nil, "--nats-ca-file"},
+		{"a NATS client certificate needs its key", []string{"--nats-cert-file", caFile}, nil, nil, "--nats-key-file"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,6 +95,29 @@ func TestParse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// natsFiles writes a service credential minted by a fresh authority and a
+// file that is not one (it stands in for a CA bundle).
+func natsFiles(t *testing.T) (creds, ca string) {
+	t.Helper()
+	a, err := natsauth.NewAuthority()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.Issuer().ServiceCredentials("batch-poller", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	creds, ca = filepath.Join(dir, "user.creds"), filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(creds, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return creds, ca
 }
 
 func TestVersionPrintsAndStops(t *testing.T) {
