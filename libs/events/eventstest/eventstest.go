@@ -45,6 +45,12 @@ func Start(t testing.TB) *Server {
 // JetStream use a service credential (the account's full rights).
 func StartSecured(t testing.TB, a *natsauth.Authority) *Server {
 	t.Helper()
+	return startSecured(t, a, nil)
+}
+
+// startSecured is StartSecured with more server options set by more.
+func startSecured(t testing.TB, a *natsauth.Authority, more func(*server.Options)) *Server {
+	t.Helper()
 	oc, err := jwt.DecodeOperatorClaims(a.OperatorJWT)
 	if err != nil {
 		t.Fatalf("operator jwt: %v", err)
@@ -59,6 +65,9 @@ func StartSecured(t testing.TB, a *natsauth.Authority) *Server {
 		o.TrustedOperators = []*jwt.OperatorClaims{oc}
 		o.AccountResolver = res
 		o.SystemAccount = a.SystemPublicKey()
+		if more != nil {
+			more(o)
+		}
 	})
 	creds, err := a.Issuer().ServiceCredentials("eventstest", time.Time{})
 	if err != nil {

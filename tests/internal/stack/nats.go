@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"crypto/tls"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,15 +10,19 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"k8s.io/client-go/util/cert"
 
 	"github.com/agentplane/agentplane/libs/natsauth"
 )
 
 // The stack's NATS server is secured as an install's is
 // (docs/security.md): in operator mode, it admits only users of the
-// platform account. agent-controller gets the account's signing key and
-// mints each run's own credential with it; every other client (the
-// services, agentctl, the suites' own reads) gets a service credential.
+// platform account, and only over TLS with a certificate of the stack's
+// own CA. agent-controller gets the account's signing key and mints each
+// run's own credential with it; every other client (the services,
+// agentctl, the suites' own reads) gets a service credential. Every
+// client is given the CA, so every suite exercises the TLS path too: the
+// controller hands it to each run in the run's Secret.
 
 // NATS is the stack's embedded NATS server and what its clients
 // authenticate with.
@@ -33,6 +38,8 @@ type NATS struct {
 	// is the account's public key: agent-controller's
 	// --nats-account-seed-file and --nats-account.
 	SeedFile, Account string
+	// CAFile is the CA that issued the server's certificate.
+	CAFile string
 }
 
 // startNATS runs the embedded server with JetStream in dir, trusting a
@@ -60,15 +67,37 @@ func startNATS(dir string) (*NATS, *server.Server, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// A serving certificate for 127.0.0.1 and localhost, and its CA.
+	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("127.0.0.1", nil, []string{"localhost"})
+	if err != nil {
+		return nil, nil, fmt.Errorf("nats certificate: %w", err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("nats certificate: %w", err)
+	}
+	certs, err := cert.ParseCertsPEM(certPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("nats certificate: %w", err)
+	}
+	if len(certs) != 2 {
+		return nil, nil, fmt.Errorf("nats certificate: %d certificates, want the leaf and its CA", len(certs))
+	}
+	caPEM, err := cert.EncodeCertificates(certs[1])
+	if err != nil {
+		return nil, nil, err
+	}
 	n := &NATS{Authority: auth, Account: auth.AccountPublicKey(),
-		SeedFile: filepath.Join(dir, "nats-account.seed"), CredsFile: filepath.Join(dir, "nats-service.creds")}
-	for path, b := range map[string][]byte{n.SeedFile: seed, n.CredsFile: creds} {
+		SeedFile: filepath.Join(dir, "nats-account.seed"), CredsFile: filepath.Join(dir, "nats-service.creds"),
+		CAFile: filepath.Join(dir, "nats-ca.crt")}
+	for path, b := range map[string][]byte{n.SeedFile: seed, n.CredsFile: creds, n.CAFile: caPEM} {
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			return nil, nil, err
 		}
 	}
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(dir, "jetstream"),
-		TrustedOperators: []*jwt.OperatorClaims{oc}, AccountResolver: res, SystemAccount: auth.SystemPublicKey()})
+		TrustedOperators: []*jwt.OperatorClaims{oc}, AccountResolver: res, SystemAccount: auth.SystemPublicKey(),
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, TLSTimeout: 5})
 	if err != nil {
 		return nil, nil, fmt.Errorf("nats: %w", err)
 	}
@@ -84,7 +113,7 @@ func startNATS(dir string) (*NATS, *server.Server, error) {
 // Options are the nats.go options of a client with the service
 // credential.
 func (n *NATS) Options() []nats.Option {
-	return []nats.Option{nats.UserCredentials(n.CredsFile)}
+	return []nats.Option{nats.UserCredentials(n.CredsFile), nats.RootCAs(n.CAFile)}
 }
 
 // ControllerArgs are agent-controller's NATS flags: the server, its own
@@ -97,12 +126,12 @@ func (n *NATS) ControllerArgs() []string {
 // ServiceArgs are a service's NATS flags (batch-poller's): the server and
 // the service credential.
 func (n *NATS) ServiceArgs() []string {
-	return []string{"--nats-url", n.URL, "--nats-creds-file", n.CredsFile}
+	return []string{"--nats-url", n.URL, "--nats-creds-file", n.CredsFile, "--nats-ca-file", n.CAFile}
 }
 
 // AgentctlArgs are agentctl's NATS flags.
 func (n *NATS) AgentctlArgs() []string {
-	return []string{"--nats-url", n.URL, "--nats-creds", n.CredsFile}
+	return []string{"--nats-url", n.URL, "--nats-creds", n.CredsFile, "--nats-ca", n.CAFile}
 }
 
 // Secrets are the secret values of the stack's NATS material, by what
