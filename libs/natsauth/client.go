@@ -9,11 +9,17 @@ import (
 )
 
 // Client is how one NATS client authenticates and verifies the server:
-// a creds file (user JWT and seed) and TLS material, each a file mounted
-// from a Secret. The zero value connects without either.
+// a creds file (user JWT and seed), or its content, and TLS material,
+// each a file mounted from a Secret. The zero value connects without
+// either.
 type Client struct {
 	// CredsFile is the user's creds file; none when empty.
 	CredsFile string
+	// Creds is the content of a creds file, for a client that holds its
+	// credential in memory rather than in a file another process of its
+	// uid could read (a run's supervisor, docs/security.md); it wins over
+	// CredsFile.
+	Creds []byte
 	// CAFile holds the CA certificates the server's certificate is checked
 	// against; when set, the connection requires TLS.
 	CAFile string
@@ -67,10 +73,13 @@ func (c *Client) Validate() error {
 
 // Options are the nats.go options that apply c. The creds file is read
 // again on every (re)connect, so a rotated Secret takes effect without a
-// restart.
+// restart; Creds are what they were at start.
 func (c *Client) Options() []nats.Option {
 	var o []nats.Option
-	if c.CredsFile != "" {
+	switch {
+	case len(c.Creds) > 0:
+		o = append(o, nats.UserCredentialBytes(c.Creds))
+	case c.CredsFile != "":
 		o = append(o, nats.UserCredentials(c.CredsFile))
 	}
 	if c.CAFile != "" {
@@ -85,8 +94,11 @@ func (c *Client) Options() []nats.Option {
 	return o
 }
 
-// MsgIDKey is the key of the creds file (MsgIDKey), nil without one.
+// MsgIDKey is the key of the credential (MsgIDKey), nil without one.
 func (c *Client) MsgIDKey() ([]byte, error) {
+	if len(c.Creds) > 0 {
+		return MsgIDKey(c.Creds)
+	}
 	if c.CredsFile == "" {
 		return nil, nil
 	}

@@ -332,3 +332,52 @@ func TestOnlyValidCredentialsConnect(t *testing.T) {
 		})
 	}
 }
+
+// TestACredentialHeldInMemoryConnectsAsItsFileDoes: a client given its
+// creds content (Creds) rather than a file, as a run's supervisor is,
+// authenticates as that user, with the same message-id key, and the
+// content wins over a file name.
+func TestACredentialHeldInMemoryConnectsAsItsFileDoes(t *testing.T) {
+	f := setup(t)
+	creds, err := f.iss.RunCredentials(victim, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := (&natsauth.Client{CredsFile: eventstest.WriteCreds(t, creds)}).MsgIDKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		rule   string
+		client natsauth.Client
+	}{
+		{"the content alone connects", natsauth.Client{Creds: creds}},
+		{"the content wins over a file name", natsauth.Client{Creds: creds, CredsFile: "/nonexistent/run.creds"}},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			nc, err := nats.Connect(f.srv.URL(), tc.client.Options()...)
+			if err != nil {
+				t.Fatalf("connect: %v", err)
+			}
+			nc.Close()
+			key, err := tc.client.MsgIDKey()
+			if err != nil || string(key) != string(fromFile) {
+				t.Fatalf("message-id key %x (%v), the file's is %x", key, err, fromFile)
+			}
+		})
+	}
+	t.Run("content of another authority is refused", func(t *testing.T) {
+		other, err := natsauth.NewAuthority()
+		if err != nil {
+			t.Fatal(err)
+		}
+		foreign, err := other.Issuer().RunCredentials(victim, time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nc, err := nats.Connect(f.srv.URL(), (&natsauth.Client{Creds: foreign}).Options()...); err == nil {
+			nc.Close()
+			t.Fatal("connected")
+		}
+	})
+}

@@ -15,21 +15,17 @@ const (
 
 // The per-run token: the controller puts it in a Secret owned by the
 // Agent, so it is garbage-collected with the run and is not in the Job or
-// Pod spec, and mounts that Secret into the agent container.
+// Pod spec, and passes that Secret's entry to the supervisor's environment
+// through secretKeyRef: never a file, which the CLI (same uid) could read,
+// and never the CLI's environment (docs/security.md).
 const (
 	// TokenSecretPrefix begins the name of a run's token Secret; see
 	// TokenSecretName.
 	TokenSecretPrefix = "agentplane-rt-"
-	// TokenSecretKey is the entry of the token Secret holding the token,
-	// and so the file name inside TokenMountDir.
+	// TokenSecretKey is the entry of the token Secret holding the token.
 	TokenSecretKey = "token"
-	// TokenMountDir is where the agent container mounts the token Secret
-	// (read-only).
-	TokenMountDir = "/var/run/agentplane/realtime"
-	// TokenFile is the default path the supervisor reads its token from.
-	TokenFile = TokenMountDir + "/" + TokenSecretKey
-	// EnvTokenFile overrides TokenFile for the supervisor.
-	EnvTokenFile = "AGENT_REALTIME_TOKEN_FILE"
+	// EnvToken is the variable the supervisor reads the token from.
+	EnvToken = "AGENT_REALTIME_TOKEN"
 )
 
 // TokenSecretName names the token Secret of the run whose Agent has uid.

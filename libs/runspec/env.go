@@ -66,12 +66,16 @@ const (
 	// EnvNATSURL is the NATS server the run publishes its events to; the
 	// run publishes nowhere when it is unset.
 	EnvNATSURL = "AGENT_NATS_URL"
-	// EnvNATSCredsFile is the run's own NATS credential (a creds file
-	// mounted from the run's Secret, see NATSMountDir): it may publish
-	// only the run's events and its namespace's sink subjects.
-	EnvNATSCredsFile = "AGENT_NATS_CREDS_FILE"
+	// EnvNATSCreds is the run's own NATS credential: the content of a
+	// creds file (user JWT and seed), the NATSCredsKey entry of the run's
+	// Secret passed through secretKeyRef, so it lives in the supervisor's
+	// environment (which the CLI cannot read, docs/security.md) and never
+	// in a file. It may publish only the run's events and its namespace's
+	// sink subjects.
+	EnvNATSCreds = "AGENT_NATS_CREDS"
 	// EnvNATSCAFile holds the CA certificates that verify the NATS
-	// server; when set the run connects over TLS.
+	// server (public, mounted at NATSMountDir); when set the run connects
+	// over TLS.
 	EnvNATSCAFile = "AGENT_NATS_CA_FILE"
 	// EnvNATSURLOverride, when set, wins over EnvNATSURL; the controller
 	// never writes it, so a test or a hand-started run can redirect events.
@@ -146,9 +150,11 @@ type Env struct {
 	ExitGrace time.Duration
 	// NATSURL is where events are published; empty disables publishing.
 	NATSURL string
-	// NATSCredsFile and NATSCAFile are the run's NATS credential and the
-	// CA that verifies the server; empty for a server without either.
-	NATSCredsFile, NATSCAFile string
+	// NATSCreds is the run's NATS credential (a creds file's content) and
+	// NATSCAFile the CA that verifies the server; empty for a server
+	// without either. Vars never writes NATSCreds: the controller passes
+	// it from the run's Secret (EnvNATSCreds).
+	NATSCreds, NATSCAFile string
 	// SinksJSON and SelectJSON are output.sinks and output.select.
 	SinksJSON, SelectJSON string
 	// ConversationSource, ConversationID, ConversationPin and
@@ -173,7 +179,8 @@ type Var struct {
 // Vars is the environment the controller writes for e, in a fixed order
 // (so the same run gives the same pod template). A variable the
 // supervisor reads with a default is left out when its field is zero.
-// POD_NAME and POD_NAMESPACE are not here: they come from the downward API.
+// POD_NAME and POD_NAMESPACE are not here: they come from the downward
+// API; nor is EnvNATSCreds: it comes from the run's Secret.
 func (e Env) Vars() []Var {
 	var vs []Var
 	add := func(name, value string) { vs = append(vs, Var{name, value}) }
@@ -207,7 +214,6 @@ func (e Env) Vars() []Var {
 	opt(EnvExecution, e.Execution)
 	add(EnvName, e.RunSpec)
 	opt(EnvNATSURL, e.NATSURL)
-	opt(EnvNATSCredsFile, e.NATSCredsFile)
 	opt(EnvNATSCAFile, e.NATSCAFile)
 	if e.Home != "" {
 		add(EnvHome, e.Home)
@@ -219,20 +225,22 @@ func (e Env) Vars() []Var {
 // Reserved lists every name the controller owns in a run's environment. A
 // recipe's env or secrets entry with one of these names is dropped, so a
 // recipe can never redirect a run's sinks, identity or workspace. The
-// realtime session's token file and listen address are among them although
-// the controller does not write them: a recipe that set them could hand the
-// session a token of its choosing, or move the session off the port the
-// gateway calls. EnvExitGraceMS and realtime.EnvIdleSeconds are not: the
-// controller leaves them unset, and a recipe whose CLI needs longer to
-// shut down, or whose sessions wait longer between prompts, may set them.
+// realtime session's token and listen address, and the run's NATS
+// credential, are among them although Vars does not write them (the token
+// and the credential come from the run's Secrets): a recipe that set them
+// could hand the session a token of its choosing, move the session off the
+// port the gateway calls, or publish as another user. EnvExitGraceMS and
+// realtime.EnvIdleSeconds are not: the controller leaves them unset, and a
+// recipe whose CLI needs longer to shut down, or whose sessions wait longer
+// between prompts, may set them.
 func Reserved() []string {
 	return []string{
 		sinks.EnvSinks, sinks.EnvSelect, EnvRepos, EnvSkills, EnvSkillsSource,
 		EnvConversationSource, EnvConversationID, EnvConversationPin, EnvConversationAuth,
 		EnvDeadlineMS, EnvWatch, EnvWorkspaceDir, EnvParameters, EnvTargetRepo, EnvBranchName,
 		EnvModel, EnvAgentName, EnvAgentNamespace, EnvAgentUID, EnvStationName, EnvTaskID, EnvExecution,
-		EnvName, EnvNATSURL, EnvNATSCredsFile, EnvNATSCAFile, EnvNATSURLOverride, EnvPodName, EnvPodNamespace, EnvHome, EnvPath,
-		realtime.EnvTokenFile, realtime.EnvAddr,
+		EnvName, EnvNATSURL, EnvNATSCreds, EnvNATSCAFile, EnvNATSURLOverride, EnvPodName, EnvPodNamespace, EnvHome, EnvPath,
+		realtime.EnvToken, realtime.EnvAddr,
 	}
 }
 
@@ -253,7 +261,7 @@ func Read(getenv func(string) string) Env {
 		Deadline:           Millis(getenv(EnvDeadlineMS), 0),
 		ExitGrace:          Millis(getenv(EnvExitGraceMS), DefaultExitGrace),
 		NATSURL:            first(getenv(EnvNATSURLOverride), getenv(EnvNATSURL)),
-		NATSCredsFile:      getenv(EnvNATSCredsFile),
+		NATSCreds:          getenv(EnvNATSCreds),
 		NATSCAFile:         getenv(EnvNATSCAFile),
 		SinksJSON:          getenv(sinks.EnvSinks),
 		SelectJSON:         getenv(sinks.EnvSelect),
@@ -307,8 +315,9 @@ func first(vals ...string) string {
 	return ""
 }
 
-// Where the run's NATS Secret (see NATSSecretName) is mounted in the run
-// container, and its keys.
+// The run's NATS Secret (see NATSSecretName) and its keys. Only its
+// public CA is mounted, at NATSMountDir; the credential reaches the
+// supervisor as EnvNATSCreds.
 const (
 	NATSMountDir  = "/var/run/agentplane/nats"
 	NATSCredsKey  = "run.creds"

@@ -79,11 +79,15 @@ func TestEveryFieldSurvivesTheRoundTrip(t *testing.T) {
 			t.Fatalf("field %s has a type this test does not fill; extend it", v.Type().Field(i).Name)
 		}
 	}
-	// Pod comes from the downward API, as Kubernetes fills POD_NAME.
+	// Pod comes from the downward API, as Kubernetes fills POD_NAME, and
+	// the NATS credential from the run's Secret (secretKeyRef).
 	written := lookup(in.Vars())
 	getenv := func(k string) string {
-		if k == EnvPodName {
+		switch k {
+		case EnvPodName:
 			return in.Pod
+		case EnvNATSCreds:
+			return in.NATSCreds
 		}
 		return written(k)
 	}
@@ -118,9 +122,14 @@ func TestVarsRules(t *testing.T) {
 			return slices.Contains(reserved, EnvPodName) && slices.Contains(reserved, EnvPodNamespace) &&
 				!slices.Contains(names, EnvPodName) && !slices.Contains(names, EnvPodNamespace)
 		}},
-		{"the realtime session's token file and address are reserved, so a recipe cannot swap the run's token", func() bool {
-			return slices.Contains(reserved, realtime.EnvTokenFile) && slices.Contains(reserved, realtime.EnvAddr) &&
+		{"the realtime session's token and address are reserved, so a recipe cannot swap the run's token", func() bool {
+			return slices.Contains(reserved, realtime.EnvToken) && slices.Contains(reserved, realtime.EnvAddr) &&
 				!slices.Contains(reserved, realtime.EnvIdleSeconds)
+		}},
+		{"the run's NATS credential is reserved and never written as a value: it comes from the run's Secret", func() bool {
+			withCreds := full
+			withCreds.NATSCreds = "creds"
+			return slices.Contains(reserved, EnvNATSCreds) && !slices.ContainsFunc(withCreds.Vars(), func(v Var) bool { return v.Name == EnvNATSCreds || v.Value == "creds" })
 		}},
 		{"the deadline is written in milliseconds", func() bool { return lookup(vars)(EnvDeadlineMS) == "60000" }},
 		{"PATH starts with the bundle under HOME", func() bool {

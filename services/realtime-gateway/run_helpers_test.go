@@ -69,8 +69,6 @@ func ensureDefaultSA(t *testing.T, ns string) {
 // address.
 func (r *rtRun) serve(extraEnv ...string) {
 	r.t.Helper()
-	tokenFile := filepath.Join(r.dir, "token")
-	mustWrite(r.t, tokenFile, realtime.Token(testKey, string(r.agent.UID))+"\n")
 	bin := filepath.Join(r.dir, "bin")
 	// A wrapper in front of the mock CLI records each start, so a test can
 	// tell that nothing reached the CLI.
@@ -94,7 +92,7 @@ func (r *rtRun) serve(extraEnv ...string) {
 		"PATH=" + bin + ":" + mockDir + ":/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "WORKSPACE_DIR=" + ws,
 		"AGENT_NAME=" + r.agent.Name, "AGENT_NAMESPACE=" + r.agent.Namespace, "AGENT_UID=" + string(r.agent.UID),
 		"STATION_NAME=chat", "SUPERVISOR_CHOWN=none", runspec.EnvName + "=" + spec,
-		realtime.EnvTokenFile + "=" + tokenFile, realtime.EnvAddr + "=127.0.0.1:0", "AGENT_EXIT_GRACE_MS=1000",
+		realtime.EnvToken + "=" + realtime.Token(testKey, string(r.agent.UID)) + "\n", realtime.EnvAddr + "=127.0.0.1:0", "AGENT_EXIT_GRACE_MS=1000",
 	}, extraEnv...)
 	r.stderr = &lockedio.Buffer{}
 	cmd.Stdout, cmd.Stderr = &lockedio.Buffer{}, r.stderr

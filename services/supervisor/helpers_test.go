@@ -125,7 +125,7 @@ func (p *pod) withSecuredNATS() *pod {
 		p.t.Fatal(err)
 	}
 	p.env[runspec.EnvNATSURL] = p.nats.URL()
-	p.env[runspec.EnvNATSCredsFile] = eventstest.WriteCreds(p.t, creds)
+	p.env[runspec.EnvNATSCreds] = string(creds)
 	return p
 }
 

@@ -53,6 +53,14 @@ func dispatch(args []string) int {
 		fmt.Fprint(os.Stderr, usage)
 		return 2
 	}
+	if args[0] == runspec.CommandInit || args[0] == runspec.CommandRun {
+		// First of all: the run's secrets are in this process's
+		// environment, and the CLI will run under the same uid.
+		if err := nonDumpable(); err != nil {
+			fmt.Fprintf(os.Stderr, "supervisor %s: the run's secrets would be readable by the agent: %v\n", args[0], err)
+			return exitDumpable
+		}
+	}
 	// The logger and the CLI's forwarded stderr write whole lines; they
 	// must never interleave mid-way.
 	stderr := lockedio.NewWriter(os.Stderr)

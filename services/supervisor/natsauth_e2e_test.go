@@ -2,18 +2,19 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/agentplane/agentplane/libs/runspec"
 )
 
-// TestARunPublishesWithTheCredentialTheControllerMounted runs a pod's two
+// TestARunPublishesWithTheCredentialTheControllerPassed runs a pod's two
 // supervisor steps against a NATS server that admits only credentials,
-// with the run's own credential (which may publish the run's events but
-// neither read nor manage the stream): both steps' events are stored, in
-// order, and the CLI, which prints its environment, sees neither the
-// server nor the credential.
-func TestARunPublishesWithTheCredentialTheControllerMounted(t *testing.T) {
+// with the run's own credential in their environment (which may publish
+// the run's events but neither read nor manage the stream): both steps'
+// events are stored, in order, and the CLI, which prints its environment,
+// sees neither the server nor the credential.
+func TestARunPublishesWithTheCredentialTheControllerPassed(t *testing.T) {
 	t.Parallel()
 	p := newPod(t, execSpec(`env; echo '`+resultLine+`'`, "x")).withSecuredNATS()
 	if r := p.run("init"); r.code != 0 {
@@ -32,7 +33,13 @@ func TestARunPublishesWithTheCredentialTheControllerMounted(t *testing.T) {
 		}
 		t.Fatalf("stored %v, want the init step's and the run's events", got)
 	}
-	for _, name := range []string{runspec.EnvNATSURL, runspec.EnvNATSCredsFile, runspec.EnvNATSCAFile, runspec.EnvNATSURLOverride} {
+	// The JWT and the seed are the creds' long lines.
+	for _, line := range strings.Split(p.env[runspec.EnvNATSCreds], "\n") {
+		if len(line) > 40 && bytes.Contains(r.stdout, []byte(line)) {
+			t.Errorf("the CLI's output holds a line of the run's credential (%d bytes)", len(line))
+		}
+	}
+	for _, name := range []string{runspec.EnvNATSURL, runspec.EnvNATSCreds, runspec.EnvNATSCAFile, runspec.EnvNATSURLOverride} {
 		if bytes.Contains(r.stdout, []byte("\n"+name+"=")) || bytes.HasPrefix(r.stdout, []byte(name+"=")) {
 			t.Errorf("the CLI's environment has %s", name)
 		}

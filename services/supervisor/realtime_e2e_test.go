@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -426,31 +424,26 @@ func TestRealtimeServesHealthAndReflection(t *testing.T) {
 	}
 }
 
-// TestRealtimeNeedsItsToken: a token file without a token fails the run
-// before anything is served or started.
+// TestRealtimeNeedsItsToken: a run without a token fails before anything
+// is served or started.
 func TestRealtimeNeedsItsToken(t *testing.T) {
 	tests := []struct {
 		name    string
 		content string
-		dir     bool
+		unset   bool
 	}{
-		{name: "an empty token file is refused", content: ""},
-		{name: "a token file of only whitespace is refused", content: " \n\t\n"},
-		{name: "a directory in place of the token file is refused", dir: true},
+		{name: "an empty token is refused", content: ""},
+		{name: "a token of only whitespace is refused", content: " \n\t\n"},
+		{name: "an unset token is refused", unset: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			p := newRealtimePod(t, realtimeSpec(vendorModels["claude"], "hello"))
-			path := filepath.Join(t.TempDir(), "token")
-			if tt.dir {
-				if err := os.Mkdir(path, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			} else {
-				mustWrite(t, path, []byte(tt.content))
+			p.env[realtime.EnvToken] = tt.content
+			if tt.unset {
+				delete(p.env, realtime.EnvToken)
 			}
-			p.env[realtime.EnvTokenFile] = path
 			r := p.run("run")
 			if r.code != 78 {
 				t.Fatalf("exit %d, want 78", r.code)

@@ -49,9 +49,6 @@ func newRealtimePod(t *testing.T, spec *runspec.Spec) *realtimePod {
 	p := newPod(t, spec)
 	dir := t.TempDir()
 	rp := &realtimePod{pod: p, token: realtime.Token(testKey, p.env[runspec.EnvAgentUID]), starts: filepath.Join(dir, "starts.log")}
-	tokenFile := filepath.Join(dir, "token")
-	// A trailing newline, as a hand-made Secret often has.
-	mustWrite(t, tokenFile, []byte(rp.token+"\n"))
 	bin := filepath.Join(dir, "bin")
 	for _, v := range []string{"claude", "codex", "gemini", "opencode"} {
 		script := "#!/bin/sh\necho \"$*\" >> " + rp.starts + "\nexec " + filepath.Join(mockDir, "mockagent") + " --vendor " + v + " \"$@\"\n"
@@ -61,7 +58,8 @@ func newRealtimePod(t *testing.T, spec *runspec.Spec) *realtimePod {
 		}
 	}
 	p.env["PATH"] = bin + ":" + p.env["PATH"]
-	p.env[realtime.EnvTokenFile] = tokenFile
+	// A trailing newline, as a hand-made Secret often has.
+	p.env[realtime.EnvToken] = rp.token + "\n"
 	p.env[realtime.EnvAddr] = "127.0.0.1:0"
 	p.env[runspec.EnvExitGraceMS] = "1000"
 	return rp

@@ -123,8 +123,8 @@ func TestRunFailsBeforeStart(t *testing.T) {
 	}{
 		{name: "exit 0 without a result line is a failure", spec: execSpec(`echo '{"type":"assistant"}'`, "x"), code: 1, reason: "no-result"},
 		{name: "a CLI not on PATH exits 127", spec: execSpec("", "x"), env: map[string]string{"PATH": "/nonexistent"}, code: 127, reason: "not-found"},
-		{name: "realtime without its token file fails before serving", spec: &runspec.Spec{Model: "claude-x", Prompt: "p", Execution: "realtime"},
-			env: map[string]string{realtime.EnvTokenFile: "/nonexistent/token"}, code: 78, reason: "realtime-setup"},
+		{name: "realtime without its token fails before serving", spec: &runspec.Spec{Model: "claude-x", Prompt: "p", Execution: "realtime"},
+			env: map[string]string{realtime.EnvToken: ""}, code: 78, reason: "realtime-setup"},
 		{name: "realtime with a vendor that cannot resume is a usage error", spec: &runspec.Spec{Model: "exec", Command: []string{"true"}, Prompt: "p", Execution: "realtime"},
 			code: 2, reason: "spec"},
 		{name: "a missing run spec is a usage error", code: 2, reason: "spec"},

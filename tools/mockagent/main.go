@@ -17,6 +17,13 @@
 //	           real CLIs sometimes do after their result
 //	hang       init and one message, then sleeps MOCKAGENT_DELAY (default 1h)
 //	           without ever printing a result
+//	snoop      the attack of a CLI on its supervisor's secrets: tries to read
+//	           /proc/<parent>/environ and /proc/1/environ, to open
+//	           /proc/<parent>/mem, and /proc/<parent>/fd/1 for writing
+//	           (writing nothing), and to read every file under
+//	           /var/run/agentplane (MOCKAGENT_SNOOP_DIR), each a Read (or Glob)
+//	           tool call whose result is the error or what it got; then a
+//	           successful result
 //
 // MOCKAGENT_STDERR_LINES=N also prints N diagnostic lines to stderr while
 // the events stream, and MOCKAGENT_IGNORE_TERM=1 makes the mock ignore

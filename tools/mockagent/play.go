@@ -25,6 +25,7 @@ const (
 	modeMalformed = "malformed"
 	modeLinger    = "linger"
 	modeHang      = "hang"
+	modeSnoop     = "snoop"
 )
 
 var directive = regexp.MustCompile(`mock:([a-z]+)`)
@@ -51,7 +52,7 @@ func configFromEnv(inv invocation) (config, error) {
 		c.mode = m[1]
 	}
 	switch c.mode {
-	case modeSuccess, modeSlow, modeBig, modeMalformed:
+	case modeSuccess, modeSlow, modeBig, modeMalformed, modeSnoop:
 	case modeFail:
 		c.exitCode = 1
 	case modeCrash:
@@ -210,6 +211,12 @@ func play(e emitter, inv invocation, c config, out, errOut io.Writer) int {
 		p.line(e.text("Thinking very hard."))
 		_ = p.w.Flush()
 		time.Sleep(c.delay)
+		return done(p, 0)
+	case modeSnoop:
+		p.line(e.text("Looking for what my supervisor holds."))
+		snoop(p, e)
+		p.line(e.text("Done."))
+		p.lines(e.result(false, "Done.", usage{in: 40, out: 12, cost: 0.0003}, 1))
 		return done(p, 0)
 	case modeMalformed:
 		p.line(rawLine("mockagent: this line is not JSON"))

@@ -125,24 +125,30 @@ func TestARunGetsItsOwnNATSCredentialFromASecretItOwns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Run("the supervisor's containers mount it and are told where it is", func(t *testing.T) {
+	t.Run("the supervisor's containers take it from the Secret, and mount only its CA", func(t *testing.T) {
 		vol := slices.IndexFunc(job.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
 			return v.Secret != nil && v.Secret.SecretName == sec.Name
 		})
 		if vol < 0 {
 			t.Fatalf("no volume of Secret %s", sec.Name)
 		}
-		name := job.Spec.Template.Spec.Volumes[vol].Name
+		v := job.Spec.Template.Spec.Volumes[vol]
+		if len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != runspec.NATSCAKey {
+			t.Errorf("the volume of Secret %s holds %+v, want its CA alone", sec.Name, v.Secret.Items)
+		}
 		for _, cname := range []string{agentsv1alpha1.AgentContainerName, "init"} {
 			c := containerOf(job, cname)
 			if c == nil || !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
-				return m.Name == name && m.MountPath == runspec.NATSMountDir && m.ReadOnly
+				return m.Name == v.Name && m.MountPath == runspec.NATSMountDir && m.ReadOnly
 			}) {
-				t.Errorf("container %s does not mount the credential read-only at %s", cname, runspec.NATSMountDir)
+				t.Errorf("container %s does not mount the CA read-only at %s", cname, runspec.NATSMountDir)
 				continue
 			}
-			if got := envValue(c, runspec.EnvNATSCredsFile); got != runspec.NATSMountDir+"/"+runspec.NATSCredsKey {
-				t.Errorf("container %s: %s=%q", cname, runspec.EnvNATSCredsFile, got)
+			if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+				return e.Name == runspec.EnvNATSCreds && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
+					e.ValueFrom.SecretKeyRef.Name == sec.Name && e.ValueFrom.SecretKeyRef.Key == runspec.NATSCredsKey
+			}) {
+				t.Errorf("container %s: %s is not the Secret's %s", cname, runspec.EnvNATSCreds, runspec.NATSCredsKey)
 			}
 			if got := envValue(c, runspec.EnvNATSCAFile); got != runspec.NATSMountDir+"/"+runspec.NATSCAKey {
 				t.Errorf("container %s: %s=%q", cname, runspec.EnvNATSCAFile, got)

@@ -37,9 +37,7 @@ const (
 	// InitContainerName is the run pod's init container, `supervisor init`;
 	// the controller reads its log for the conversation restore's outcome.
 	InitContainerName = "init"
-	// tokenVolume mounts a realtime run's token Secret.
-	tokenVolume = "realtime-token"
-	// natsVolume mounts the run's NATS credential Secret.
+	// natsVolume mounts the public CA entry of the run's NATS Secret.
 	natsVolume = "nats-credentials"
 	// secretMode is the mode of the files of the Secrets the controller
 	// mounts: owned by root, readable by the fsGroup the run's containers
@@ -66,12 +64,12 @@ type Config struct {
 	PodSecurityLevel PodSecurityLevel
 	// NATSCredentials gives the run its own NATS credential: the Secret
 	// runspec.NATSSecretName(uid), which the controller creates before the
-	// Job, is mounted at runspec.NATSMountDir in the supervisor's
-	// containers, and AGENT_NATS_CREDS_FILE points at it. Only with
-	// NATSURL.
+	// Job, reaches the supervisor's containers as AGENT_NATS_CREDS through
+	// secretKeyRef, never as a file the CLI could read. Only with NATSURL.
 	NATSCredentials bool
 	// NATSCA says the credential Secret also holds the CA that verifies
-	// the NATS server (AGENT_NATS_CA_FILE).
+	// the NATS server: that entry alone, public, is mounted at
+	// runspec.NATSMountDir (AGENT_NATS_CA_FILE).
 	NATSCA bool
 }
 
@@ -136,7 +134,7 @@ func Build(in Input) (*batchv1.Job, error) {
 
 	var volumes []corev1.Volume
 	for _, v := range ps.Volumes {
-		if v.Name != "agent" && v.Name != "workspace" && v.Name != tokenVolume && v.Name != natsVolume {
+		if v.Name != "agent" && v.Name != "workspace" && v.Name != natsVolume {
 			volumes = append(volumes, v)
 		}
 	}
@@ -145,26 +143,17 @@ func Build(in Input) (*batchv1.Job, error) {
 		corev1.Volume{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	)
 	ps.Volumes = volumes
-	if execution == agentsv1alpha1.ExecutionRealtime {
-		ps.Volumes = append(ps.Volumes, corev1.Volume{Name: tokenVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName:  realtime.TokenSecretName(string(in.Agent.UID)),
-			Items:       []corev1.KeyToPath{{Key: realtime.TokenSecretKey, Path: realtime.TokenSecretKey}},
-			DefaultMode: ptr.To[int32](secretMode),
-		}}})
-	}
 	mounts := []corev1.VolumeMount{{Name: "agent", MountPath: runspec.AgentDir}, {Name: "workspace", MountPath: runspec.WorkspaceDir}}
-	if in.Config.RunCredentials() {
-		// Both of the supervisor's steps publish the run's events, and
-		// only they get the credential: it comes from a Secret owned by
-		// the Agent, so it is in neither the Job nor the Pod spec.
-		ps.Volumes = append(ps.Volumes, natsCredentialsVolume(in))
+	if in.Config.RunCredentials() && in.Config.NATSCA {
+		// Only the public CA is a file; the credential is in runEnv.
+		ps.Volumes = append(ps.Volumes, natsCAVolume(in))
 		mounts = append(mounts, corev1.VolumeMount{Name: natsVolume, MountPath: runspec.NATSMountDir, ReadOnly: true})
 	}
 
 	for i := range ps.Containers {
 		c := &ps.Containers[i]
 		if c.Name != agentsv1alpha1.AgentContainerName {
-			// A sidecar never gets the run's credential, even by naming
+			// A sidecar never mounts the run's Secret, even by naming
 			// its volume.
 			c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == natsVolume })
 			continue
@@ -172,6 +161,12 @@ func Build(in Input) (*batchv1.Job, error) {
 		c.Command = []string{runspec.SupervisorBinary, runspec.CommandRun}
 		c.Args = nil
 		c.Env = env
+		if execution == agentsv1alpha1.ExecutionRealtime {
+			// The run's token comes from a Secret owned by the Agent, so
+			// it is in neither the Job nor the Pod spec; only the session
+			// server, in this container, needs it.
+			c.Env = append(slices.Clone(env), secretEnv(realtime.EnvToken, realtime.TokenSecretName(string(in.Agent.UID)), realtime.TokenSecretKey))
+		}
 		c.EnvFrom = nil
 		var keep []corev1.VolumeMount
 		for _, m := range c.VolumeMounts {
@@ -192,9 +187,6 @@ func Build(in Input) (*batchv1.Job, error) {
 			if !hasPort(c, RealtimePort) {
 				c.Ports = append(c.Ports, corev1.ContainerPort{Name: realtime.PortName, ContainerPort: RealtimePort, Protocol: corev1.ProtocolTCP})
 			}
-			// The run's token comes from a Secret owned by the Agent, so
-			// it is in neither the Job nor the Pod spec.
-			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: tokenVolume, MountPath: realtime.TokenMountDir, ReadOnly: true})
 		}
 	}
 	ps.InitContainers = []corev1.Container{{
@@ -237,15 +229,13 @@ func Build(in Input) (*batchv1.Job, error) {
 	}, nil
 }
 
-// natsCredentialsVolume is the run's NATS credential Secret, with its CA
-// when there is one.
-func natsCredentialsVolume(in Input) corev1.Volume {
-	items := []corev1.KeyToPath{{Key: runspec.NATSCredsKey, Path: runspec.NATSCredsKey}}
-	if in.Config.NATSCA {
-		items = append(items, corev1.KeyToPath{Key: runspec.NATSCAKey, Path: runspec.NATSCAKey})
-	}
+// natsCAVolume is the CA entry, and only that entry, of the run's NATS
+// Secret: the credential beside it must never be a file in the run's
+// containers, where the CLI (same uid) could read it.
+func natsCAVolume(in Input) corev1.Volume {
 	return corev1.Volume{Name: natsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-		SecretName: runspec.NATSSecretName(string(in.Agent.UID)), Items: items, DefaultMode: ptr.To[int32](secretMode),
+		SecretName: runspec.NATSSecretName(string(in.Agent.UID)), Items: []corev1.KeyToPath{{Key: runspec.NATSCAKey, Path: runspec.NATSCAKey}},
+		DefaultMode: ptr.To[int32](secretMode),
 	}}}
 }
 

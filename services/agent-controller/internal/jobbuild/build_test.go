@@ -238,21 +238,18 @@ func TestExecAndRealtime(t *testing.T) {
 	if len(agent.Ports) != 1 || agent.Ports[0].ContainerPort != 8090 || agent.Ports[0].Name != realtime.PortName {
 		t.Error("a realtime agent container exposes the prompt port 8090, named realtime")
 	}
-	var vol *corev1.Volume
-	for i, v := range j.Spec.Template.Spec.Volumes {
+	for _, v := range j.Spec.Template.Spec.Volumes {
 		if v.Secret != nil && v.Secret.SecretName == realtime.TokenSecretName(string(in.Agent.UID)) {
-			vol = &j.Spec.Template.Spec.Volumes[i]
+			t.Errorf("the run's token Secret is mounted as volume %s: a file the CLI could read", v.Name)
 		}
 	}
-	if vol == nil {
-		t.Fatal("the run's token Secret is not mounted")
+	ref := envMap(agent)[realtime.EnvToken].ValueFrom
+	if ref == nil || ref.SecretKeyRef == nil || ref.SecretKeyRef.Name != realtime.TokenSecretName(string(in.Agent.UID)) ||
+		ref.SecretKeyRef.Key != realtime.TokenSecretKey || ref.SecretKeyRef.Optional == nil || *ref.SecretKeyRef.Optional {
+		t.Errorf("%s is not the required token entry of the run's Secret: %+v", realtime.EnvToken, ref)
 	}
-	mounted := false
-	for _, m := range agent.VolumeMounts {
-		mounted = mounted || m.Name == vol.Name && m.MountPath == realtime.TokenMountDir && m.ReadOnly
-	}
-	if !mounted {
-		t.Errorf("the token Secret is mounted read-only at %s: %+v", realtime.TokenMountDir, agent.VolumeMounts)
+	if _, ok := envMap(containerNamed(j, InitContainerName))[realtime.EnvToken]; ok {
+		t.Error("the init step, which serves no session, gets the token")
 	}
 	raw, _ := json.Marshal(j)
 	if token := realtime.Token([]byte(strings.Repeat("k", 32)), string(in.Agent.UID)); strings.Contains(string(raw), token) {
@@ -279,7 +276,7 @@ func TestAResumedSessionRestoresItsConversation(t *testing.T) {
 	}
 }
 
-func TestAJobRunMountsNoToken(t *testing.T) {
+func TestAJobRunGetsNoToken(t *testing.T) {
 	j, err := Build(input())
 	if err != nil {
 		t.Fatal(err)
@@ -288,6 +285,9 @@ func TestAJobRunMountsNoToken(t *testing.T) {
 		if v.Secret != nil && strings.HasPrefix(v.Secret.SecretName, realtime.TokenSecretPrefix) {
 			t.Errorf("a job run mounts a realtime token: %+v", v)
 		}
+	}
+	if _, ok := envMap(agentContainer(t, j))[realtime.EnvToken]; ok {
+		t.Errorf("a job run is given a realtime token")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/runspec"
@@ -47,17 +48,21 @@ func (e *envBuilder) literal(name, value string) {
 	e.add(corev1.EnvVar{Name: name, Value: value})
 }
 
-// secret exposes key of agent-secrets as env var name. optional: false, so
-// a missing key keeps the pod from starting with a clear kubelet event
-// rather than running without its credential.
+// secret exposes key of agent-secrets as env var name.
 func (e *envBuilder) secret(name, key string) {
 	if key == "" {
 		return
 	}
-	f := false
-	e.add(corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: agentsv1alpha1.AgentSecretsName}, Key: key, Optional: &f,
-	}}})
+	e.add(secretEnv(name, agentsv1alpha1.AgentSecretsName, key))
+}
+
+// secretEnv is env var name holding key of Secret secret. optional: false,
+// so a missing key keeps the pod from starting with a clear kubelet event
+// rather than running without its credential.
+func secretEnv(name, secret, key string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key, Optional: ptr.To(false),
+	}}}
 }
 
 func mustJSON(v any) string {
@@ -121,11 +126,8 @@ func runEnv(in Input, spec string) []corev1.EnvVar {
 		TargetRepo:         in.Agent.Spec.TargetRepo,
 		Branch:             in.Agent.Spec.Branch,
 	}
-	if in.Config.RunCredentials() {
-		run.NATSCredsFile = runspec.NATSMountDir + "/" + runspec.NATSCredsKey
-		if in.Config.NATSCA {
-			run.NATSCAFile = runspec.NATSMountDir + "/" + runspec.NATSCAKey
-		}
+	if in.Config.RunCredentials() && in.Config.NATSCA {
+		run.NATSCAFile = runspec.NATSMountDir + "/" + runspec.NATSCAKey
 	}
 	if len(out.Select) > 0 {
 		run.SelectJSON = mustJSON(out.Select)
@@ -141,6 +143,14 @@ func runEnv(in Input, spec string) []corev1.EnvVar {
 	}
 	e.add(corev1.EnvVar{Name: runspec.EnvPodName, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}})
 	e.add(corev1.EnvVar{Name: runspec.EnvPodNamespace, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}})
+	if in.Config.RunCredentials() {
+		// Both of the supervisor's steps publish the run's events. The
+		// credential comes from a Secret owned by the Agent, so it is in
+		// neither the Job nor the Pod spec, and it is never a file: the
+		// CLI, under the same uid, could read a file, but not the
+		// environment of the (non-dumpable) supervisor.
+		e.add(secretEnv(runspec.EnvNATSCreds, runspec.NATSSecretName(string(in.Agent.UID)), runspec.NATSCredsKey))
+	}
 
 	for _, s := range sinks {
 		if s.Type == agentsv1alpha1.SinkType("http") && s.HeadersSecret != "" {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/realtime"
 	"github.com/agentplane/agentplane/libs/runspec"
 )
 
@@ -22,12 +23,20 @@ func natsVolumeOf(j *batchv1.Job) *corev1.Volume {
 	return nil
 }
 
-// mountsCredentials reports whether c mounts the credential volume, read
-// only, at runspec.NATSMountDir.
-func mountsCredentials(c corev1.Container) bool {
+// mountsCA reports whether c mounts the CA volume, read only, at
+// runspec.NATSMountDir.
+func mountsCA(c corev1.Container) bool {
 	return slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
 		return m.Name == natsVolume && m.MountPath == runspec.NATSMountDir && m.ReadOnly
 	})
+}
+
+// credsRef is c's AGENT_NATS_CREDS reference, nil when it has none.
+func credsRef(c corev1.Container) *corev1.SecretKeySelector {
+	if v := envMap(c)[runspec.EnvNATSCreds].ValueFrom; v != nil {
+		return v.SecretKeyRef
+	}
+	return nil
 }
 
 func containerNamed(j *batchv1.Job, name string) corev1.Container {
@@ -41,6 +50,7 @@ func containerNamed(j *batchv1.Job, name string) corev1.Container {
 
 func TestRunCredentialRules(t *testing.T) {
 	withCreds := func(in *Input) { in.Config.NATSCredentials = true }
+	withCA := func(in *Input) { withCreds(in); in.Config.NATSCA = true }
 	cases := []struct {
 		rule  string
 		setup func(*Input)
@@ -48,52 +58,52 @@ func TestRunCredentialRules(t *testing.T) {
 	}{
 		{"without an issuer nothing about NATS credentials is in the Job", func(*Input) {}, func(t *testing.T, j *batchv1.Job) {
 			env := envMap(agentContainer(t, j))
-			if natsVolumeOf(j) != nil || mountsCredentials(agentContainer(t, j)) || env[runspec.EnvNATSCredsFile].Name != "" || env[runspec.EnvNATSCAFile].Name != "" {
+			if natsVolumeOf(j) != nil || mountsCA(agentContainer(t, j)) || env[runspec.EnvNATSCreds].Name != "" || env[runspec.EnvNATSCAFile].Name != "" {
 				t.Errorf("volumes %+v, env %+v", j.Spec.Template.Spec.Volumes, env)
 			}
 			if env[runspec.EnvNATSURL].Value == "" {
 				t.Error("the run still publishes to NATS, unauthenticated, as before")
 			}
 		}},
-		{"without a NATS URL there is no credential either", func(in *Input) { withCreds(in); in.Config.NATSURL = "" }, func(t *testing.T, j *batchv1.Job) {
-			if natsVolumeOf(j) != nil || envMap(agentContainer(t, j))[runspec.EnvNATSCredsFile].Name != "" {
+		{"without a NATS URL there is no credential either", func(in *Input) { withCA(in); in.Config.NATSURL = "" }, func(t *testing.T, j *batchv1.Job) {
+			if natsVolumeOf(j) != nil || envMap(agentContainer(t, j))[runspec.EnvNATSCreds].Name != "" {
 				t.Error("a run that publishes nowhere got a credential")
 			}
 		}},
-		{"the run's credential Secret is mounted read-only, 0440 for the fsGroup, with only its creds key", withCreds, func(t *testing.T, j *batchv1.Job) {
-			v := natsVolumeOf(j)
-			if v == nil {
-				t.Fatalf("no volume of Secret %s: %+v", runspec.NATSSecretName("uid-1"), j.Spec.Template.Spec.Volumes)
-			}
-			if *v.Secret.DefaultMode != 0o440 || len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != runspec.NATSCredsKey {
-				t.Errorf("volume %+v", v.Secret)
-			}
-			if *j.Spec.Template.Spec.SecurityContext.FSGroup != runUser {
-				t.Error("the group that may read the files is the run's user")
+		{"the run's credential is never a file: no volume holds its creds key, with or without a CA", func(in *Input) { withCA(in) }, func(t *testing.T, j *batchv1.Job) {
+			for _, v := range j.Spec.Template.Spec.Volumes {
+				if v.Secret != nil && v.Secret.SecretName == runspec.NATSSecretName("uid-1") &&
+					(len(v.Secret.Items) == 0 || slices.ContainsFunc(v.Secret.Items, func(k corev1.KeyToPath) bool { return k.Key == runspec.NATSCredsKey })) {
+					t.Errorf("volume %s mounts the credential: %+v", v.Name, v.Secret)
+				}
 			}
 		}},
-		{"the agent container and the init step, both of which publish, mount it and are told where it is", withCreds, func(t *testing.T, j *batchv1.Job) {
+		{"the agent container and the init step, both of which publish, take the credential from the run's Secret", withCreds, func(t *testing.T, j *batchv1.Job) {
 			for _, c := range []corev1.Container{agentContainer(t, j), containerNamed(j, InitContainerName)} {
-				env := envMap(c)
-				if !mountsCredentials(c) || env[runspec.EnvNATSCredsFile].Value != runspec.NATSMountDir+"/"+runspec.NATSCredsKey {
-					t.Errorf("container %s: mounts %+v, %s=%q", c.Name, c.VolumeMounts, runspec.EnvNATSCredsFile, env[runspec.EnvNATSCredsFile].Value)
+				ref := credsRef(c)
+				if ref == nil || ref.Name != runspec.NATSSecretName("uid-1") || ref.Key != runspec.NATSCredsKey || ref.Optional == nil || *ref.Optional {
+					t.Errorf("container %s: %s from %+v", c.Name, runspec.EnvNATSCreds, ref)
 				}
-				if env[runspec.EnvNATSCAFile].Name != "" {
+				if env := envMap(c); env[runspec.EnvNATSCAFile].Name != "" || mountsCA(c) {
 					t.Errorf("container %s is told of a CA there is none of", c.Name)
 				}
 			}
+			if natsVolumeOf(j) != nil {
+				t.Error("without a CA the run's Secret is not mounted at all")
+			}
 		}},
-		{"a sidecar never gets the credential, even by naming its volume", func(in *Input) {
-			withCreds(in)
+		{"a sidecar never gets the credential or the Secret, even by naming its volume", func(in *Input) {
+			withCA(in)
 			sc := &in.Station.Spec.Template.Spec.Containers[1]
 			sc.VolumeMounts = append(sc.VolumeMounts, corev1.VolumeMount{Name: natsVolume, MountPath: "/steal"})
 		}, func(t *testing.T, j *batchv1.Job) {
-			if sc := containerNamed(j, "sidecar"); slices.ContainsFunc(sc.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == natsVolume }) {
-				t.Errorf("sidecar mounts %+v", sc.VolumeMounts)
+			sc := containerNamed(j, "sidecar")
+			if slices.ContainsFunc(sc.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == natsVolume }) || credsRef(sc) != nil {
+				t.Errorf("sidecar mounts %+v, env %+v", sc.VolumeMounts, sc.Env)
 			}
 		}},
-		{"a Station volume of the credential's name is replaced by the run's Secret", func(in *Input) {
-			withCreds(in)
+		{"a Station volume of the Secret's name is replaced by the run's Secret", func(in *Input) {
+			withCA(in)
 			in.Station.Spec.Template.Spec.Volumes = append(in.Station.Spec.Template.Spec.Volumes,
 				corev1.Volume{Name: natsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "attacker"}}})
 		}, func(t *testing.T, j *batchv1.Job) {
@@ -110,23 +120,29 @@ func TestRunCredentialRules(t *testing.T) {
 				t.Errorf("%d volumes named %s", n, natsVolume)
 			}
 		}},
-		{"with a CA the Secret's ca.crt is mounted too and AGENT_NATS_CA_FILE names it", func(in *Input) { withCreds(in); in.Config.NATSCA = true }, func(t *testing.T, j *batchv1.Job) {
+		{"with a CA only the Secret's ca.crt is mounted, read-only, 0440 for the fsGroup, and AGENT_NATS_CA_FILE names it", withCA, func(t *testing.T, j *batchv1.Job) {
 			v := natsVolumeOf(j)
-			if v == nil || len(v.Secret.Items) != 2 || v.Secret.Items[1].Key != runspec.NATSCAKey {
+			if v == nil || len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != runspec.NATSCAKey || *v.Secret.DefaultMode != 0o440 {
 				t.Fatalf("volume %+v", v)
 			}
-			if got := envMap(agentContainer(t, j))[runspec.EnvNATSCAFile].Value; got != runspec.NATSMountDir+"/"+runspec.NATSCAKey {
-				t.Errorf("%s=%q", runspec.EnvNATSCAFile, got)
+			if *j.Spec.Template.Spec.SecurityContext.FSGroup != runUser {
+				t.Error("the group that may read the files is the run's user")
+			}
+			for _, c := range []corev1.Container{agentContainer(t, j), containerNamed(j, InitContainerName)} {
+				if got := envMap(c)[runspec.EnvNATSCAFile].Value; got != runspec.NATSMountDir+"/"+runspec.NATSCAKey || !mountsCA(c) {
+					t.Errorf("container %s: mounts %+v, %s=%q", c.Name, c.VolumeMounts, runspec.EnvNATSCAFile, got)
+				}
 			}
 		}},
 		{"a realtime run gets its credential beside its token", func(in *Input) {
 			withCreds(in)
 			in.Definition.Spec.Execution = agentsv1alpha1.ExecutionRealtime
 		}, func(t *testing.T, j *batchv1.Job) {
-			if natsVolumeOf(j) == nil || !mountsCredentials(agentContainer(t, j)) {
+			agent := agentContainer(t, j)
+			if credsRef(agent) == nil {
 				t.Error("no credential")
 			}
-			if !slices.ContainsFunc(j.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == tokenVolume }) {
+			if envMap(agent)[realtime.EnvToken].ValueFrom == nil {
 				t.Error("no token")
 			}
 		}},

@@ -154,14 +154,14 @@ func New(opts Options) *Emitter {
 }
 
 // newPublisher connects the run's publisher. With the run's own
-// credential (AGENT_NATS_CREDS_FILE, mounted by the controller) it
-// authenticates as the run, takes replies on the run's own inbox (the
-// only one the credential may read), keys its message ids with the
-// credential so no other client can predict them, and leaves the stream
-// alone, which the credential may not manage. A CA (AGENT_NATS_CA_FILE)
-// makes the connection verify the server over TLS, with or without a
-// credential. An unreadable credential is an error naming the file,
-// never quoting it.
+// credential (AGENT_NATS_CREDS, from the run's Secret) it authenticates
+// as the run, takes replies on the run's own inbox (the only one the
+// credential may read), keys its message ids with the credential so no
+// other client can predict them, and leaves the stream alone, which the
+// credential may not manage. A CA (AGENT_NATS_CA_FILE) makes the
+// connection verify the server over TLS, with or without a credential.
+// An unusable credential is an error naming the variable, never quoting
+// it.
 func newPublisher(opts Options, log *slog.Logger) (*events.Publisher, error) {
 	env := opts.Env
 	po := events.PublisherOptions{
@@ -174,11 +174,11 @@ func newPublisher(opts Options, log *slog.Logger) (*events.Publisher, error) {
 	if po.Buffer <= 0 {
 		po.Buffer = PublishBuffer
 	}
-	client := natsauth.Client{CredsFile: env.NATSCredsFile, CAFile: env.NATSCAFile}
-	if env.NATSCredsFile != "" {
+	client := natsauth.Client{Creds: []byte(env.NATSCreds), CAFile: env.NATSCAFile}
+	if env.NATSCreds != "" {
 		key, err := client.MsgIDKey()
 		if err != nil {
-			return nil, fmt.Errorf("the run's NATS credential %s: %w", env.NATSCredsFile, err)
+			return nil, fmt.Errorf("the run's NATS credential %s: %w", runspec.EnvNATSCreds, err)
 		}
 		client.InboxPrefix = natsauth.InboxPrefix(env.UID)
 		po.MsgIDKey, po.NoStreamSetup = key, true

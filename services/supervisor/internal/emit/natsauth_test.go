@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -46,15 +44,15 @@ func newSecuredRun(t *testing.T) *securedRun {
 	return &securedRun{srv: srv, auth: auth, env: env}
 }
 
-// withRunCredential mounts the run's own credential, as the controller
-// does.
+// withRunCredential gives the run its own credential in its
+// environment, as the controller does.
 func (r *securedRun) withRunCredential(t *testing.T) *securedRun {
 	t.Helper()
 	creds, err := r.auth.Issuer().RunCredentials(natsauth.Run{Namespace: r.env.Namespace, Agent: r.env.Agent, UID: r.env.UID}, time.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.env.NATSCredsFile = eventstest.WriteCreds(t, creds)
+	r.env.NATSCreds = string(creds)
 	return r
 }
 
@@ -86,7 +84,7 @@ func (r *securedRun) stored(t *testing.T) []*eventsv1.RunEvent {
 }
 
 // TestARunPublishesWithItsOwnCredential: with the credential the
-// controller mounts, a run's events are stored, though the credential may
+// controller passes, a run's events are stored, though the credential may
 // neither create nor look up the stream; their message ids are keyed with
 // the credential, so no other client could have stored them first.
 func TestARunPublishesWithItsOwnCredential(t *testing.T) {
@@ -128,22 +126,19 @@ func TestARunWithoutACredentialIsRefused(t *testing.T) {
 	}
 }
 
-// TestAnUnreadableCredentialIsNamedNeverQuoted: a credential that does not
-// parse leaves the run without NATS, saying which file is at fault
+// TestAnUnusableCredentialIsNamedNeverQuoted: a credential that does not
+// parse leaves the run without NATS, saying which variable is at fault
 // without any of its content.
-func TestAnUnreadableCredentialIsNamedNeverQuoted(t *testing.T) {
+func TestAnUnusableCredentialIsNamedNeverQuoted(t *testing.T) {
 	r := newSecuredRun(t)
 	const secret = "SUSECRETCONTENTOFABROKENCREDSFILE"
-	r.env.NATSCredsFile = filepath.Join(t.TempDir(), runspec.NATSCredsKey)
-	if err := os.WriteFile(r.env.NATSCredsFile, []byte(secret), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	r.env.NATSCreds = secret
 	e, logs := r.emitAndClose(t, time.Second)
 	if e.pub != nil {
-		t.Error("a publisher was built on an unreadable credential")
+		t.Error("a publisher was built on an unusable credential")
 	}
-	if !bytes.Contains([]byte(logs), []byte(r.env.NATSCredsFile)) {
-		t.Errorf("the log does not name the file: %s", logs)
+	if !bytes.Contains([]byte(logs), []byte(runspec.EnvNATSCreds)) {
+		t.Errorf("the log does not name the variable: %s", logs)
 	}
 	if bytes.Contains([]byte(logs), []byte(secret)) {
 		t.Errorf("the log quotes the credential: %s", logs)

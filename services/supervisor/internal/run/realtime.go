@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/agentplane/agentplane/libs/realtime"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 	supervisorv1 "github.com/agentplane/agentplane/proto/agentplane/supervisor/v1"
 	"github.com/agentplane/agentplane/services/supervisor/internal/cli"
@@ -30,7 +30,7 @@ import (
 const (
 	ReasonClosed = "closed"
 	ReasonIdle   = "idle"
-	// ReasonRealtimeSetup: the token file or the listen address is
+	// ReasonRealtimeSetup: the token or the listen address is
 	// unusable, so no session could be served.
 	ReasonRealtimeSetup = "realtime-setup"
 )
@@ -47,17 +47,14 @@ const ExitRealtimeSetup = 78
 // a caller stopped reading.
 const stopTimeout = 5 * time.Second
 
-// readToken reads the run's token from the file the controller mounts
-// from the run's token Secret. Surrounding whitespace is dropped: a Secret
-// written by hand often ends in a newline.
-func readToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("realtime token: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
+// runToken is the run's token from the supervisor's environment (the
+// controller passes it from the run's token Secret, docs/realtime.md).
+// Surrounding whitespace is dropped: a Secret written by hand often ends
+// in a newline.
+func runToken(value string) (string, error) {
+	tok := strings.TrimSpace(value)
 	if tok == "" {
-		return "", fmt.Errorf("realtime token file %s is empty", path)
+		return "", fmt.Errorf("realtime token: %s is unset or empty", realtime.EnvToken)
 	}
 	return tok, nil
 }
@@ -70,7 +67,7 @@ func (r *runner) realtime(plan *cli.Plan) int {
 	if !plan.Vendor.CanResume() {
 		return r.failEarly(vendor, ReasonSpec, ExitUsage, fmt.Errorf("%s %w", vendor, errNoResume))
 	}
-	token, err := readToken(env.RealtimeTokenFile)
+	token, err := runToken(env.RealtimeToken)
 	if err != nil {
 		return r.failEarly(vendor, ReasonRealtimeSetup, ExitRealtimeSetup, err)
 	}

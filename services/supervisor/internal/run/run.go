@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentplane/agentplane/libs/realtime"
 	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/sinks"
 	"github.com/agentplane/agentplane/libs/vendors"
@@ -297,15 +298,16 @@ func (r *runner) watchFiles() {
 }
 
 // childEnv is the supervisor's environment minus what only the supervisor
-// needs (sink and conversation headers, and the NATS server, credential
-// and CA: the agent runs arbitrary tools and has no use for them), plus
-// the git token aliases.
+// needs (sink and conversation headers, the NATS server, credential and
+// CA, and a realtime run's token: the agent runs arbitrary tools and has
+// no use for them), plus the git token aliases.
 func childEnv(env runenv.Env) []string {
-	// The run's NATS connection is the supervisor's alone: the CLI has no
-	// use for the server, the run's credential or its CA.
+	// The run's NATS connection and its session's token are the
+	// supervisor's alone.
 	drop := map[string]bool{
 		runspec.EnvNATSURL: true, runspec.EnvNATSURLOverride: true,
-		runspec.EnvNATSCredsFile: true, runspec.EnvNATSCAFile: true,
+		runspec.EnvNATSCreds: true, runspec.EnvNATSCAFile: true,
+		realtime.EnvToken: true,
 	}
 	cfgs, _ := sinks.ParseSinks([]byte(env.Getenv(sinks.EnvSinks)))
 	for _, c := range cfgs {

@@ -24,10 +24,10 @@ type Env struct {
 	// Getenv resolves any variable, including secret-named ones that may
 	// contain dashes (never go through a shell for those).
 	Getenv func(string) string
-	// Realtime sessions: the listen address, the token file and the idle
-	// limit.
-	RealtimeAddr, RealtimeTokenFile string
-	RealtimeIdle                    time.Duration
+	// Realtime sessions: the listen address, the run's token (from the
+	// token Secret, never a file) and the idle limit.
+	RealtimeAddr, RealtimeToken string
+	RealtimeIdle                time.Duration
 }
 
 // Read fills an Env from getenv (os.Getenv when nil).
@@ -36,11 +36,11 @@ func Read(getenv func(string) string) Env {
 		getenv = os.Getenv
 	}
 	return Env{
-		Env:               runspec.Read(getenv),
-		Getenv:            getenv,
-		RealtimeAddr:      first(getenv(realtime.EnvAddr), realtime.DefaultAddr),
-		RealtimeTokenFile: first(getenv(realtime.EnvTokenFile), realtime.TokenFile),
-		RealtimeIdle:      seconds(getenv(realtime.EnvIdleSeconds), realtime.DefaultIdle),
+		Env:           runspec.Read(getenv),
+		Getenv:        getenv,
+		RealtimeAddr:  first(getenv(realtime.EnvAddr), realtime.DefaultAddr),
+		RealtimeToken: getenv(realtime.EnvToken),
+		RealtimeIdle:  seconds(getenv(realtime.EnvIdleSeconds), realtime.DefaultIdle),
 	}
 }
 

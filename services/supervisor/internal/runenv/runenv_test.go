@@ -46,24 +46,24 @@ func TestReadDefaultsAndFallbacks(t *testing.T) {
 // controller relies on when it sets nothing) and overrides.
 func TestRealtimeSettings(t *testing.T) {
 	tests := []struct {
-		name            string
-		env             map[string]string
-		addr, tokenFile string
-		idle            time.Duration
+		name        string
+		env         map[string]string
+		addr, token string
+		idle        time.Duration
 	}{
-		{"unset gives the well-known port, mount and idle limit", nil,
-			":8090", "/var/run/agentplane/realtime/token", 15 * time.Minute},
-		{"variables override each", map[string]string{"AGENT_REALTIME_ADDR": "127.0.0.1:0",
-			"AGENT_REALTIME_TOKEN_FILE": "/tmp/t", "AGENT_REALTIME_IDLE_SECONDS": "7"},
-			"127.0.0.1:0", "/tmp/t", 7 * time.Second},
+		{"unset gives the well-known port, no token and the idle limit", nil,
+			":8090", "", 15 * time.Minute},
+		{"variables set each", map[string]string{"AGENT_REALTIME_ADDR": "127.0.0.1:0",
+			"AGENT_REALTIME_TOKEN": "tok", "AGENT_REALTIME_IDLE_SECONDS": "7"},
+			"127.0.0.1:0", "tok", 7 * time.Second},
 		{"a non-positive idle limit takes the default", map[string]string{"AGENT_REALTIME_IDLE_SECONDS": "0"},
-			":8090", "/var/run/agentplane/realtime/token", 15 * time.Minute},
+			":8090", "", 15 * time.Minute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := Read(func(k string) string { return tt.env[k] })
-			if e.RealtimeAddr != tt.addr || e.RealtimeTokenFile != tt.tokenFile || e.RealtimeIdle != tt.idle {
-				t.Fatalf("got addr %q, token file %q, idle %v", e.RealtimeAddr, e.RealtimeTokenFile, e.RealtimeIdle)
+			if e.RealtimeAddr != tt.addr || e.RealtimeToken != tt.token || e.RealtimeIdle != tt.idle {
+				t.Fatalf("got addr %q, token %q, idle %v", e.RealtimeAddr, e.RealtimeToken, e.RealtimeIdle)
 			}
 		})
 	}
