@@ -33,6 +33,7 @@ import (
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/leader"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/runpolicy"
 )
 
 func main() {
@@ -98,6 +99,9 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			Job: jobbuild.Config{SupervisorImage: cfg.SupervisorImage, SupervisorPath: cfg.SupervisorPath, NATSURL: cfg.NATSURL,
 				PodSecurityLevel: cfg.PodSecurityLevel, NATSCredentials: cfg.NATSIssuer != nil, NATSCA: len(cfg.NATSCA) > 0},
 		},
+	}
+	if cfg.RunNetworkPolicy {
+		opts.RunNetworkPolicy = &runpolicy.Config{GatewayNamespace: cfg.GatewayNamespace, GatewayPodLabels: cfg.GatewayPodLabels}
 	}
 	if cfg.NATSIssuer != nil {
 		opts.NATS = &controller.NATSCredentials{Issuer: cfg.NATSIssuer, TTL: cfg.NATSCredentialTTL, CA: cfg.NATSCA}

@@ -13,6 +13,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,6 +29,7 @@ import (
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/libs/testenv/rbacaudit"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/config"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/runpolicy"
 )
 
 // sysNS is the install's namespace: deploy/ binds the ServiceAccount there.
@@ -153,6 +155,40 @@ func squatTokenSecret(t *testing.T) (ns, name string) {
 	return ns, name
 }
 
+// squatRunPolicy makes, in a namespace of its own, a Job-mode Agent and
+// the NetworkPolicy its run would get, written first by someone claiming
+// the Agent as its controller and admitting everything; it returns the
+// namespace and the Agent's name. The controller sets it back (get,
+// update) before the run's Job.
+func squatRunPolicy(t *testing.T) (ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	ns, name = env.Namespace(t), "policed"
+	template := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: agentsv1alpha1.AgentContainerName, Image: "runner"}}}}
+	for _, o := range []client.Object{
+		&agentsv1alpha1.AgentDefinition{ObjectMeta: metav1.ObjectMeta{Name: "work", Namespace: ns},
+			Spec: agentsv1alpha1.AgentDefinitionSpec{Model: "claude-opus-5-5", Prompt: "hi"}},
+		&agentsv1alpha1.Station{ObjectMeta: metav1.ObjectMeta{Name: "work", Namespace: ns},
+			Spec: agentsv1alpha1.StationSpec{AgentDefRef: "work", DeadlineMinutes: 30, Template: template}},
+		&agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: agentsv1alpha1.AgentSpec{StationRef: "work"}},
+	} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := agentIn(ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: runpolicy.Name(string(a.UID)), Namespace: ns,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: agentsv1alpha1.GroupVersion.String(), Kind: "Agent", Name: a.Name, UID: a.UID, Controller: ptr.To(true)}}},
+		Spec: networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{{}}, PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}}}
+	if err := env.Client.Create(ctx, open); err != nil {
+		t.Fatal(err)
+	}
+	return ns, name
+}
+
 // finishPod plays the kubelet's part: the Job's pod exits 0, and the Job
 // controller completes the Job.
 func finishPod(t *testing.T, ns, job string) {
@@ -183,7 +219,8 @@ func finishPod(t *testing.T, ns, job string) {
 // pruning, missing references, a batch run and its cleanup at the
 // provider, a cleanup that fails until it gives up, a realtime run with its
 // token Secret, each run's NATS credential Secret, a run Secret whose name
-// was taken, and the Events of them all. No request may be refused, and every
+// was taken, each run's NetworkPolicy and one written first under its
+// name, and the Events of them all. No request may be refused, and every
 // verb the RBAC grants must have been used: a grant nothing needs is a
 // permission an attacker holding the token gets for free.
 func TestInstalledRBACIsEnough(t *testing.T) {
@@ -203,6 +240,7 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 	// the run. Its Agent exists before the controller starts, since its
 	// uid names the Secret.
 	squatNS, squatted := squatTokenSecret(t)
+	policedNS, policed := squatRunPolicy(t)
 	kubeconfig, rec := rbacaudit.RecordedKubeconfig(t, env.Config, sysNS, "agent-controller")
 	stop := startRun(t, append([]string{
 		"--kubeconfig=" + kubeconfig, "--pod-name=rbac-test", "--pod-namespace=" + sysNS,
@@ -349,6 +387,17 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 			t.Errorf("failureReason %q", a.Status.FailureReason)
 		}
 	})
+	t.Run("a run whose NetworkPolicy was written first, claiming its Agent, sets it back and starts", func(t *testing.T) {
+		eventually(t, "the policed run Running", phaseIs(policedNS, policed, agentsv1alpha1.PhaseRunning))
+		a, _ := agentIn(policedNS, policed)
+		np, err := env.Kube.NetworkingV1().NetworkPolicies(policedNS).Get(ctx, runpolicy.Name(string(a.UID)), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(np.Spec.Ingress) != 0 || np.Spec.PodSelector.MatchLabels[agentsv1alpha1.LabelAgent] != policed {
+			t.Errorf("the planted spec was kept: %+v", np.Spec)
+		}
+	})
 	// Stepping down releases the Lease: that write is the run's too.
 	stop()
 
@@ -363,7 +412,7 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 	// The API server checks agents/finalizers, not the controller: each
 	// Job and token Secret created blocks its Agent's deletion.
 	blocking := slices.ContainsFunc(reqs, func(r rbacaudit.Request) bool {
-		return r.Verb == "create" && (r.Resource == "jobs" || r.Resource == "secrets") && r.Code == http.StatusCreated
+		return r.Verb == "create" && (r.Resource == "jobs" || r.Resource == "secrets" || r.Resource == "networkpolicies") && r.Code == http.StatusCreated
 	})
 	t.Run("every verb the RBAC grants is used", func(t *testing.T) {
 		for _, g := range grants {

@@ -105,6 +105,20 @@ func TestTheInstallRendersAndIsAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	overlay := overlayWithEveryComponent(t, deploy)
+	// The NATS server's policy goes where the server runs.
+	if _, err := env.Kube.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "messaging"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	natsPolicy := t.TempDir()
+	rel, err := filepath.Rel(natsPolicy, filepath.Join(deploy, "components", "nats-network-policy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(natsPolicy, "kustomization.yaml"), []byte(
+		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\ncomponents:\n  - "+rel+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		rule, dir string
 		want      []string
@@ -117,6 +131,8 @@ func TestTheInstallRendersAndIsAccepted(t *testing.T) {
 			[]string{"name: batch-poller", "name: realtime-gateway", "name: BATCH_ENABLED", "name: REALTIME_ENABLED", "agentplane-realtime-key",
 				"name: omnia-controllers", "name: agentruntimes.omnia.altairalabs.ai", "name: workspaces.omnia.altairalabs.ai",
 				"name: skillsources.omnia.altairalabs.ai", "name: rolloutanalyses.omnia.altairalabs.ai"}, nil},
+		{"the nats-network-policy component renders the NATS server's NetworkPolicy in its namespace", natsPolicy,
+			[]string{"kind: NetworkPolicy", "name: agentplane-nats", "namespace: messaging", "port: 4222"}, []string{"kind: Deployment"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {

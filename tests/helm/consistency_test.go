@@ -204,6 +204,7 @@ nats: {credentialsSecret: c, caSecret: ca, accountSigningKeySecret: k}
 supervisor: {path: /supervisor}
 batch: {enabled: true, pollSeconds: 30}
 realtime: {enabled: true, keyNamespace: keys}
+runNetworkPolicy: {enabled: true, gatewayNamespace: gw, gatewayPodLabels: {app: gw}}
 `,
 		"batch-poller": `
 logLevel: debug

@@ -139,6 +139,21 @@ func rulesOf(t *testing.T, o *unstructured.Unstructured) []map[string]any {
 	return out
 }
 
+// networkPolicyVerbs is what the ClusterRoles of a render grant on
+// NetworkPolicies; nil when nothing.
+func networkPolicyVerbs(t *testing.T, r *rendered) []any {
+	t.Helper()
+	var verbs []any
+	for _, o := range r.ofKind("ClusterRole") {
+		for _, rule := range rulesOf(t, o) {
+			if slices.Contains(rule["resources"].([]any), any("networkpolicies")) {
+				verbs = append(verbs, rule["verbs"].([]any)...)
+			}
+		}
+	}
+	return verbs
+}
+
 // The Deployment of each service chart, with the ports it listens on.
 var deployments = map[string][]string{
 	"agent-controller":  {"metrics", "health"},
@@ -431,7 +446,7 @@ func serviceRules() []rule {
 		{name: "agent-controller: the defaults render exactly the flags the chart decides", chart: ac, check: func(t *testing.T, r *rendered) {
 			want := []string{"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--leader-elect=true",
 				"--leader-election-id=agent-controller", "--supervisor-image=agentplane/supervisor:" + appVersion,
-				"--realtime-enabled=false", "--batch-enabled=false"}
+				"--realtime-enabled=false", "--batch-enabled=false", "--run-network-policy=true", "--gateway-namespace=" + releaseNS}
 			if got := r.args(t, ac); !reflect.DeepEqual(got, want) {
 				t.Errorf("args %q, want %q", got, want)
 			}
@@ -492,6 +507,27 @@ leaderElection: {leaseDuration: 30s, renewDeadline: 20s, retryPeriod: 4s, id: ot
 			values: "global: {realtime: {enabled: true}}", check: func(t *testing.T, r *rendered) {
 				wantArgs(t, r, ac, "--realtime-enabled=true", "--realtime-key-namespace="+releaseNS)
 				r.get(t, "Role", releaseNS, "agent-controller-realtime-key")
+			}},
+		{name: "agent-controller: every run pod gets a NetworkPolicy by default, admitting the gateway chart's pods of the release namespace", chart: ac,
+			check: func(t *testing.T, r *rendered) {
+				wantArgs(t, r, ac, "--run-network-policy=true", "--gateway-namespace="+releaseNS)
+				// The binary's default is the realtime-gateway chart's label.
+				wantNoFlag(t, r, ac, "--gateway-pod-labels")
+				if got := networkPolicyVerbs(t, r); fmt.Sprint(got) != "[get create update]" {
+					t.Errorf("networkpolicies verbs %v, want get, create and update", got)
+				}
+			}},
+		{name: "agent-controller: runNetworkPolicy.enabled=false passes it on and grants nothing on NetworkPolicies", chart: ac,
+			values: "runNetworkPolicy: {enabled: false}", check: func(t *testing.T, r *rendered) {
+				wantArgs(t, r, ac, "--run-network-policy=false")
+				wantNoFlag(t, r, ac, "--gateway-namespace", "--gateway-pod-labels")
+				if got := networkPolicyVerbs(t, r); got != nil {
+					t.Errorf("networkpolicies verbs %v, want none", got)
+				}
+			}},
+		{name: "agent-controller: runNetworkPolicy.gatewayNamespace and gatewayPodLabels name the gateway", chart: ac,
+			values: "runNetworkPolicy: {gatewayNamespace: edge, gatewayPodLabels: {tier: edge, app: gw}}", check: func(t *testing.T, r *rendered) {
+				wantArgs(t, r, ac, "--gateway-namespace=edge", "--gateway-pod-labels=app=gw,tier=edge")
 			}},
 		{name: "agent-controller: batch on points at batch-poller in the release namespace", chart: ac,
 			values: "batch: {enabled: true}", check: func(t *testing.T, r *rendered) {

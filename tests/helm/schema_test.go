@@ -121,6 +121,8 @@ func TestSchemaRefusals(t *testing.T) {
 		refusal{"agent-controller: maxOutputBytes must be an integer", "agent-controller", "maxOutputBytes: 1.5", "/maxOutputBytes"},
 		refusal{"agent-controller: a namespace must be a DNS label", "agent-controller", "watchNamespace: Team_A", "/watchNamespace"},
 		refusal{"agent-controller: run pods are never privileged", "agent-controller", "podSecurityLevel: privileged", "/podSecurityLevel"},
+		refusal{"agent-controller: the gateway namespace must be a DNS label", "agent-controller", "runNetworkPolicy: {gatewayNamespace: Edge_GW}", "/runNetworkPolicy/gatewayNamespace"},
+		refusal{"agent-controller: a gateway pod label value must be a label value", "agent-controller", "runNetworkPolicy: {gatewayPodLabels: {app: 'not a value'}}", "/runNetworkPolicy/gatewayPodLabels/app"},
 		refusal{"agent-controller: serviceAccount.create=false without a name is refused", "agent-controller", "serviceAccount: {create: false}", "serviceAccount.name is required"},
 		refusal{"batch-poller: more than one replica is refused by the schema", "batch-poller", "replicaCount: 2", "/replicaCount"},
 		refusal{"realtime-gateway: an unknown Service type is refused by the schema", "realtime-gateway", "service: {type: ExternalName}", "/service/type"},

@@ -100,7 +100,10 @@ func startController(ctx context.Context) (*stack.Process, error) {
 		"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", addrs[0],
 		"--health-probe-bind-address", addrs[1], "--poll-interval", "2s",
 		"--supervisor-path", filepath.Join(binDir, "supervisor"), "--log-level", "debug",
-		"--realtime-enabled", "--realtime-key-namespace", platformNS}, natsAuth.ControllerArgs()...)...)
+		"--realtime-enabled", "--realtime-key-namespace", platformNS,
+		// The run pods' NetworkPolicies admit the gateway where the charts
+		// install it (netpol_test.go).
+		"--gateway-namespace", platformNS}, natsAuth.ControllerArgs()...)...)
 }
 
 func startGateway(ctx context.Context) (*stack.Process, error) {

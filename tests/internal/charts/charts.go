@@ -10,11 +10,14 @@ import (
 	"os"
 	"path/filepath"
 
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/downloader"
 	"helm.sh/helm/v3/pkg/getter"
+	"helm.sh/helm/v3/pkg/releaseutil"
 )
 
 // Umbrella is the umbrella chart's directory name under helm/.
@@ -63,4 +66,33 @@ func Load(dir, name string) (*chart.Chart, error) {
 		return nil, fmt.Errorf("load chart %s: %w", name, err)
 	}
 	return ch, nil
+}
+
+// Render installs ch client-side (`helm install --dry-run`) as release in
+// namespace, for Kubernetes kubeVersion (e.g. "v1.36.3"), with values, a
+// YAML document as in `helm install -f`, the values schema applied; it
+// returns the rendered manifests, one YAML document each.
+func Render(ch *chart.Chart, release, namespace, kubeVersion, values string) ([]string, error) {
+	vals, err := chartutil.ReadValues([]byte(values))
+	if err != nil {
+		return nil, fmt.Errorf("values: %w", err)
+	}
+	kv, err := chartutil.ParseKubeVersion(kubeVersion)
+	if err != nil {
+		return nil, err
+	}
+	in := action.NewInstall(&action.Configuration{})
+	in.ClientOnly, in.DryRun, in.DryRunOption = true, true, "client"
+	in.ReleaseName, in.Namespace = release, namespace
+	in.KubeVersion = kv
+	in.DisableHooks = true
+	rel, err := in.Run(ch, vals.AsMap())
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", ch.Name(), err)
+	}
+	var docs []string
+	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
+		docs = append(docs, doc)
+	}
+	return docs, nil
 }

@@ -10,10 +10,13 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/agentplane/agentplane/libs/grpcauth"
 	"github.com/agentplane/agentplane/libs/natsauth"
 	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/runpolicy"
 )
 
 // Name is the service's name: its logger's, its User-Agent's and its
@@ -95,6 +98,17 @@ type Config struct {
 	PodSecurityLevel jobbuild.PodSecurityLevel
 	// podSecurityLevel is the flag's text, parsed into PodSecurityLevel.
 	podSecurityLevel string
+	// RunNetworkPolicy gives every run pod a NetworkPolicy of its own
+	// (internal/runpolicy, docs/security.md "NetworkPolicies").
+	RunNetworkPolicy bool
+	// GatewayNamespace is realtime-gateway's namespace, the only one a
+	// realtime run's session port admits; the pod's namespace when not set.
+	GatewayNamespace string
+	// GatewayPodLabels select realtime-gateway's pods there, parsed from
+	// gatewayPodLabels.
+	GatewayPodLabels map[string]string
+	// gatewayPodLabels is the flag's text.
+	gatewayPodLabels string
 }
 
 // DefaultSupervisorImage is the supervisor image of this build: the
@@ -146,6 +160,11 @@ func NewFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 		"life of a run's NATS credential when its run has no deadline; a run with one gets a credential that expires shortly after it")
 	fs.StringVar(&c.podSecurityLevel, "pod-security-level", string(jobbuild.PodSecurityRestricted),
 		"Pod Security Standards level every run pod must meet, restricted or baseline; a Job that breaks it fails its Agent")
+	fs.BoolVar(&c.RunNetworkPolicy, "run-network-policy", true,
+		"give every run pod a NetworkPolicy, created before its Job: a realtime run admits only realtime-gateway's pods on its session port, a Job run admits nothing")
+	fs.StringVar(&c.GatewayNamespace, "gateway-namespace", "", "namespace of realtime-gateway, whose pods alone reach a realtime run's session port; the pod's namespace when empty")
+	fs.StringVar(&c.gatewayPodLabels, "gateway-pod-labels", runpolicy.DefaultGatewayPodLabels,
+		"labels of realtime-gateway's pods, key=value pairs separated by commas; all must match")
 	fs.Check(c.validate)
 	return fs, c
 }
@@ -189,7 +208,27 @@ func (c *Config) validate() error {
 	if c.RealtimeKeyNamespace == "" {
 		c.RealtimeKeyNamespace = c.Pod.Namespace
 	}
+	if err := c.validateRunNetworkPolicy(); err != nil {
+		return err
+	}
 	return c.validateNATS()
+}
+
+// validateRunNetworkPolicy reads the gateway's labels and defaults its
+// namespace to the pod's, where the charts install both.
+func (c *Config) validateRunNetworkPolicy() error {
+	if c.GatewayNamespace == "" {
+		c.GatewayNamespace = c.Pod.Namespace
+	}
+	if errs := validation.IsDNS1123Label(c.GatewayNamespace); len(errs) > 0 {
+		return fmt.Errorf("--gateway-namespace / GATEWAY_NAMESPACE %q: %s", c.GatewayNamespace, errs[0])
+	}
+	m, err := runpolicy.ParsePodLabels(c.gatewayPodLabels)
+	if err != nil {
+		return fmt.Errorf("--gateway-pod-labels / GATEWAY_POD_LABELS: %w", err)
+	}
+	c.GatewayPodLabels = m
+	return nil
 }
 
 // validateNATS checks the controller's own NATS client files and loads the

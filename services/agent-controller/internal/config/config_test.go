@@ -73,6 +73,17 @@ func TestRules(t *testing.T) {
 		}},
 		{"the privileged level is refused by flag and variable", []string{"--pod-security-level=privileged"}, nil, "--pod-security-level / POD_SECURITY_LEVEL", nil},
 		{"an empty --pod-security-level is refused, never read as no policy", []string{"--pod-security-level="}, nil, "--pod-security-level / POD_SECURITY_LEVEL", nil},
+		{"every run pod gets a NetworkPolicy by default, admitting the gateway chart's pods of the controller's namespace", nil, map[string]string{"POD_NAMESPACE": "agentplane-system"}, "", func(c *Config) bool {
+			return c.RunNetworkPolicy && c.GatewayNamespace == "agentplane-system" && len(c.GatewayPodLabels) == 1 &&
+				c.GatewayPodLabels["app.kubernetes.io/name"] == "realtime-gateway"
+		}},
+		{"RUN_NETWORK_POLICY=false turns the run pods' NetworkPolicies off", nil, map[string]string{"RUN_NETWORK_POLICY": "false"}, "", func(c *Config) bool { return !c.RunNetworkPolicy }},
+		{"an explicit gateway namespace and labels win", []string{"--gateway-namespace=gw", "--gateway-pod-labels=app=gw,tier=edge"}, map[string]string{"POD_NAMESPACE": "agentplane-system"}, "", func(c *Config) bool {
+			return c.GatewayNamespace == "gw" && len(c.GatewayPodLabels) == 2 && c.GatewayPodLabels["app"] == "gw" && c.GatewayPodLabels["tier"] == "edge"
+		}},
+		{"malformed gateway pod labels are refused by flag and variable", []string{"--gateway-pod-labels=app in (gw)"}, nil, "--gateway-pod-labels / GATEWAY_POD_LABELS", nil},
+		{"empty gateway pod labels are refused: they would admit the gateway's whole namespace", []string{"--gateway-pod-labels="}, nil, "--gateway-pod-labels / GATEWAY_POD_LABELS", nil},
+		{"a gateway namespace that is no namespace name is refused", []string{"--gateway-namespace=Not_A_Namespace"}, nil, "--gateway-namespace / GATEWAY_NAMESPACE", nil},
 		{"the old --addr is gone", []string{"--addr=:8081"}, nil, "addr", nil},
 		{"the old --namespace is gone", []string{"--namespace=x"}, nil, "namespace", nil},
 		{"the old --batch-poller-addr is gone", []string{"--batch-poller-addr=x:1"}, nil, "batch-poller-addr", nil},

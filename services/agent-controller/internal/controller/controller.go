@@ -26,6 +26,7 @@ import (
 	batchpb "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/runpolicy"
 )
 
 // byStation indexes cached Agents by namespace/stationRef, so concurrency
@@ -70,6 +71,9 @@ type Options struct {
 	// Recorder records the Kubernetes Events of each Agent's transitions
 	// (events.k8s.io/v1); nil records none.
 	Recorder kevents.EventRecorder
+	// RunNetworkPolicy, when set, gives every run pod a NetworkPolicy of
+	// its own, created before its Job (runpolicy.For); nil creates none.
+	RunNetworkPolicy *runpolicy.Config
 }
 
 // Controller drives Agents through their lifecycle.

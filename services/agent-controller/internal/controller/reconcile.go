@@ -280,6 +280,10 @@ func (c *Controller) applyOnce(ctx context.Context, agent *agentsv1alpha1.Agent,
 		}
 	}
 	if plan.CreateJob != nil {
+		if err := c.ensureRunPolicy(ctx, agent, plan.CreateJob); err != nil {
+			c.showRetrying(ctx, agent, snap, "writing the run's NetworkPolicy", err)
+			return nil, resultError, err
+		}
 		_, err := c.kube.BatchV1().Jobs(agent.Namespace).Create(ctx, plan.CreateJob, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			// Ours from an earlier pass whose status write was lost, or
