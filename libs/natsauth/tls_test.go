@@ -4,40 +4,16 @@ import (
 	"bufio"
 	"net"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"k8s.io/client-go/util/cert"
 
 	"github.com/agentplane/agentplane/libs/events/eventstest"
 	"github.com/agentplane/agentplane/libs/natsauth"
+	"github.com/agentplane/agentplane/libs/testcerts"
 )
-
-// otherCA writes the CA of a certificate nobody's server presents.
-func otherCA(t *testing.T) string {
-	t.Helper()
-	certPEM, _, err := cert.GenerateSelfSignedCertKey("127.0.0.1", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certs, err := cert.ParseCertsPEM(certPEM)
-	if err != nil || len(certs) != 2 {
-		t.Fatalf("generated certificates: %d, %v", len(certs), err)
-	}
-	caPEM, err := cert.EncodeCertificates(certs[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "other-ca.crt")
-	if err := os.WriteFile(p, caPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // TestTLSServerIsReachedOnlyThroughItsCA: against a server that requires
 // TLS, a client with --nats-ca-file of the server's CA publishes, and
@@ -73,7 +49,7 @@ func TestTLSServerIsReachedOnlyThroughItsCA(t *testing.T) {
 		client natsauth.Client
 	}{
 		{"a client without the CA does not trust the server", natsauth.Client{CredsFile: creds}},
-		{"a client with another CA does not trust the server", natsauth.Client{CredsFile: creds, CAFile: otherCA(t)}},
+		{"a client with another CA does not trust the server", natsauth.Client{CredsFile: creds, CAFile: testcerts.Must(t).MustWriteCA(t)}},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			nc, err := nats.Connect(srv.URL(), tc.client.Options()...)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,16 +30,6 @@ func runAgentctl(t *testing.T, args ...string) (string, string, int) {
 	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 }
 
-// writeCA writes a Pair's CA as an agentctl --ca-file.
-func writeCA(t *testing.T, p servingcerttest.Pair) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(path, p.CAPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // TestTLSGatewayRefusesPlaintextAndFollowsItsCertificate: a gateway
 // serving TLS from a Secret volume is out of reach of a plaintext client
 // (the attack of reading tokens off the wire has nothing to read), is
@@ -54,7 +43,7 @@ func TestTLSGatewayRefusesPlaintextAndFollowsItsCertificate(t *testing.T) {
 	first, second := servingcerttest.NewPair(t), servingcerttest.NewPair(t)
 	vol := servingcerttest.NewVolume(t, first)
 	g := startGatewayWith(t, 30*time.Second, "--tls-cert-file="+vol.CertFile(), "--tls-private-key-file="+vol.KeyFile())
-	caFirst, caSecond := writeCA(t, first), writeCA(t, second)
+	caFirst, caSecond := first.MustWriteCA(t), second.MustWriteCA(t)
 	prompt := func(extra ...string) (string, string, int) {
 		return runAgentctl(t, append([]string{"prompt", "-n", ns, "chat", "hello", "--gateway", g.addr, "--token", alice}, extra...)...)
 	}

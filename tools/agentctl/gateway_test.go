@@ -19,8 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/client-go/util/cert"
 
+	"github.com/agentplane/agentplane/libs/testcerts"
 	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
 )
 
@@ -230,32 +230,14 @@ func TestPlaintextIsRefusedOffLoopback(t *testing.T) {
 // returns.
 func startFakeTLSGateway(t *testing.T) (f *fakeGateway, addr, caFile string) {
 	t.Helper()
-	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("127.0.0.1", nil, []string{"localhost"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certs, err := cert.ParseCertsPEM(certPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caPEM, err := cert.EncodeCertificates(certs[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile = filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	pair := testcerts.Must(t)
+	caFile = pair.MustWriteCA(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f = &fakeGateway{}
-	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})))
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pair.TLS}, MinVersion: tls.VersionTLS12})))
 	realtimev1.RegisterPromptServiceServer(srv, f)
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(srv.Stop)

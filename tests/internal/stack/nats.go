@@ -10,9 +10,9 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"k8s.io/client-go/util/cert"
 
 	"github.com/agentplane/agentplane/libs/natsauth"
+	"github.com/agentplane/agentplane/libs/testcerts"
 )
 
 // The stack's NATS server is secured as an install's is
@@ -68,36 +68,21 @@ func startNATS(dir string) (*NATS, *server.Server, error) {
 		return nil, nil, err
 	}
 	// A serving certificate for 127.0.0.1 and localhost, and its CA.
-	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("127.0.0.1", nil, []string{"localhost"})
+	pair, err := testcerts.New()
 	if err != nil {
 		return nil, nil, fmt.Errorf("nats certificate: %w", err)
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, nil, fmt.Errorf("nats certificate: %w", err)
-	}
-	certs, err := cert.ParseCertsPEM(certPEM)
-	if err != nil {
-		return nil, nil, fmt.Errorf("nats certificate: %w", err)
-	}
-	if len(certs) != 2 {
-		return nil, nil, fmt.Errorf("nats certificate: %d certificates, want the leaf and its CA", len(certs))
-	}
-	caPEM, err := cert.EncodeCertificates(certs[1])
-	if err != nil {
-		return nil, nil, err
 	}
 	n := &NATS{Authority: auth, Account: auth.AccountPublicKey(),
 		SeedFile: filepath.Join(dir, "nats-account.seed"), CredsFile: filepath.Join(dir, "nats-service.creds"),
 		CAFile: filepath.Join(dir, "nats-ca.crt")}
-	for path, b := range map[string][]byte{n.SeedFile: seed, n.CredsFile: creds, n.CAFile: caPEM} {
+	for path, b := range map[string][]byte{n.SeedFile: seed, n.CredsFile: creds, n.CAFile: pair.CAPEM} {
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			return nil, nil, err
 		}
 	}
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(dir, "jetstream"),
 		TrustedOperators: []*jwt.OperatorClaims{oc}, AccountResolver: res, SystemAccount: auth.SystemPublicKey(),
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, TLSTimeout: 5})
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{pair.TLS}, MinVersion: tls.VersionTLS12}, TLSTimeout: 5})
 	if err != nil {
 		return nil, nil, fmt.Errorf("nats: %w", err)
 	}

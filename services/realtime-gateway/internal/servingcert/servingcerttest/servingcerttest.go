@@ -14,41 +14,17 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/util/cert"
+	"github.com/agentplane/agentplane/libs/testcerts"
 )
 
 // Pair is a serving certificate for 127.0.0.1 and localhost, issued by a
 // CA of its own.
-type Pair struct {
-	// CertPEM holds the certificate then its CA, as cert-manager's tls.crt
-	// may; KeyPEM its private key.
-	CertPEM, KeyPEM []byte
-	// CA is the pool a client trusting only this pair's CA uses; CAPEM the
-	// same as PEM (an agentctl --ca-file).
-	CA    *x509.CertPool
-	CAPEM []byte
-	// Leaf is the certificate itself.
-	Leaf *x509.Certificate
-}
+type Pair = testcerts.Pair
 
 // NewPair issues a Pair from a new CA.
 func NewPair(t testing.TB) Pair {
 	t.Helper()
-	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("127.0.0.1", nil, []string{"localhost"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	certs, err := cert.ParseCertsPEM(certPEM)
-	if err != nil || len(certs) != 2 {
-		t.Fatalf("generated certificates: %d, %v", len(certs), err)
-	}
-	caPEM, err := cert.EncodeCertificates(certs[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(certs[1])
-	return Pair{CertPEM: certPEM, KeyPEM: keyPEM, CA: pool, CAPEM: caPEM, Leaf: certs[0]}
+	return testcerts.Must(t)
 }
 
 // Volume is a directory laid out as the kubelet lays out a Secret volume
