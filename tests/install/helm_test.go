@@ -2,7 +2,6 @@ package install
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -12,9 +11,6 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/release"
-
-	"github.com/agentplane/agentplane/libs/testenv"
-	"github.com/agentplane/agentplane/tests/internal/charts"
 )
 
 const (
@@ -23,26 +19,6 @@ const (
 	// helmTimeout bounds an install or upgrade waiting for readiness.
 	helmTimeout = 5 * time.Minute
 )
-
-// umbrellaChart is helm/agentplane with its dependencies built, as a user
-// has it after `helm dependency build helm/agentplane`.
-func umbrellaChart(t *testing.T) *chart.Chart {
-	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := charts.Build(root)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := charts.Load(dir, charts.Umbrella)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ch
-}
 
 // helmConfig is what the helm command builds from --kubeconfig and
 // --namespace, with releases stored in Secrets (Helm's default).

@@ -20,6 +20,7 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
+	"github.com/agentplane/agentplane/tests/internal/charts"
 )
 
 // deployments are what the install must bring up, each from its image.
@@ -46,7 +47,7 @@ func installValues(logLevel string) map[string]any {
 // The install, as a platform engineer does it, then runs of every kind
 // through it, an upgrade and an uninstall. Each step needs the one before.
 func TestInstallRunUpgradeUninstall(t *testing.T) {
-	ch := umbrellaChart(t)
+	ch := charts.LoadUmbrella(t)
 	namespace(t, releaseNS)
 	namespace(t, vendorNS)
 	realtimeKey(t)

@@ -10,11 +10,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +30,7 @@ import (
 	omniav1alpha1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/libs/runspec"
 	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
+	"github.com/agentplane/agentplane/tests/internal/receiver"
 	"github.com/agentplane/agentplane/tests/internal/runs"
 	"github.com/agentplane/agentplane/tests/internal/stack"
 )
@@ -123,7 +121,7 @@ func TestNoSecretValueLeaksAnywhere(t *testing.T) {
 			{"hook", "X-Canary", canary},
 			{"store", "Authorization", "Bearer " + canary},
 		} {
-			if got := hook.headerSeen(want.endpoint, want.header); !slices.Contains(got, want.value) {
+			if got := hook.HeaderSeen(want.endpoint, want.header); !slices.Contains(got, want.value) {
 				t.Errorf("/%s was never sent %s from agent-secrets (%d values, none the canary)", want.endpoint, want.header, len(got))
 			}
 		}
@@ -256,58 +254,24 @@ func mustSucceed(t *testing.T, a *agentsv1alpha1.Agent) {
 }
 
 // canaryServer is the http sink, the MCP server and the conversation
-// store of the runs. It keeps every sink payload, and the headers each
-// endpoint (the first path segment) was sent.
+// store of the runs (receiver.Recorder).
 type canaryServer struct {
-	url     string
-	mu      sync.Mutex
-	bodies  []item
-	headers map[string]http.Header
+	*receiver.Recorder
+	url string
 }
 
 func newCanaryServer(t *testing.T) *canaryServer {
-	s := &canaryServer{headers: map[string]http.Header{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
-		endpoint, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
-		s.mu.Lock()
-		h := s.headers[endpoint]
-		if h == nil {
-			h = http.Header{}
-			s.headers[endpoint] = h
-		}
-		for k, vs := range r.Header {
-			h[k] = append(h[k], vs...)
-		}
-		if endpoint == "hook" {
-			s.bodies = append(s.bodies, item{where: fmt.Sprintf("payload %d", len(s.bodies)+1), data: body})
-		}
-		s.mu.Unlock()
-		switch {
-		case endpoint == "hook":
-			w.WriteHeader(http.StatusNoContent)
-		case endpoint == "store" && r.Method == http.MethodPost:
-			w.WriteHeader(http.StatusCreated)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	s.url = srv.URL
-	return s
+	r := receiver.NewRecorder(t)
+	return &canaryServer{Recorder: r, url: r.URL}
 }
 
-// headerSeen returns the values of header name endpoint was sent.
-func (s *canaryServer) headerSeen(endpoint, name string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.headers[endpoint].Values(name))
-}
-
+// payloads are the sink payloads, each named by its place.
 func (s *canaryServer) payloads(*testing.T) []item {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.bodies)
+	var out []item
+	for i, b := range s.Bodies() {
+		out = append(out, item{where: fmt.Sprintf("payload %d", i+1), data: b})
+	}
+	return out
 }
 
 // agents returns the Agents the sink payloads name, with their counts.

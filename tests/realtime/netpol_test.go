@@ -204,19 +204,7 @@ func namespaceLabels(t *testing.T, names ...string) map[string]map[string]string
 // NetworkPolicies and its Deployments by name.
 func renderInstall(t *testing.T) ([]*networkingv1.NetworkPolicy, map[string]*appsv1.Deployment) {
 	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := charts.Build(root)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := charts.Load(dir, charts.Umbrella)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := charts.LoadUmbrella(t)
 	docs, err := charts.Render(ch, "agentplane", platformNS, testenv.KubeVersion, "global: {batch: {enabled: true}, realtime: {enabled: true}}")
 	if err != nil {
 		t.Fatal(err)

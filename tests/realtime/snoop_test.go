@@ -5,12 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +21,7 @@ import (
 	"github.com/agentplane/agentplane/libs/runspec"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
+	"github.com/agentplane/agentplane/tests/internal/receiver"
 	"github.com/agentplane/agentplane/tests/internal/runs"
 	"github.com/agentplane/agentplane/tests/internal/stack"
 )
@@ -49,12 +47,12 @@ func TestTheVendorCLICannotReadWhatItsSupervisorHolds(t *testing.T) {
 		StringData: map[string]string{"sink-headers": "X-Snoop: " + sinkSecret, "store-headers": "Authorization: Bearer " + storeSecret}}); err != nil {
 		t.Fatal(err)
 	}
-	hook := newHeaderRecorder(t)
+	hook := receiver.NewRecorder(t)
 	withSecrets := func(execution agentsv1alpha1.ExecutionMode, pin string) func(*agentsv1alpha1.AgentDefinitionSpec) {
 		return func(s *agentsv1alpha1.AgentDefinitionSpec) {
 			s.Prompt, s.Execution = "mock:snoop", execution
-			s.Output = &agentsv1alpha1.OutputSpec{Sinks: []agentsv1alpha1.OutputSink{{Type: agentsv1alpha1.SinkHTTP, URL: hook.url + "/hook", HeadersSecret: "sink-headers"}}}
-			s.Resources = &agentsv1alpha1.AgentResources{Conversation: &agentsv1alpha1.ConversationSpec{Source: hook.url + "/store", Pin: pin, HeadersSecret: "store-headers"}}
+			s.Output = &agentsv1alpha1.OutputSpec{Sinks: []agentsv1alpha1.OutputSink{{Type: agentsv1alpha1.SinkHTTP, URL: hook.URL + "/hook", HeadersSecret: "sink-headers"}}}
+			s.Resources = &agentsv1alpha1.AgentResources{Conversation: &agentsv1alpha1.ConversationSpec{Source: hook.URL + "/store", Pin: pin, HeadersSecret: "store-headers"}}
 		}
 	}
 
@@ -85,7 +83,7 @@ func TestTheVendorCLICannotReadWhatItsSupervisorHolds(t *testing.T) {
 	for _, want := range []struct{ endpoint, header, value string }{
 		{"hook", "X-Snoop", sinkSecret}, {"store", "Authorization", "Bearer " + storeSecret},
 	} {
-		if !slices.Contains(hook.seen(want.endpoint, want.header), want.value) {
+		if !slices.Contains(hook.HeaderSeen(want.endpoint, want.header), want.value) {
 			t.Errorf("/%s was never sent its %s: the supervisor did not hold it, so its absence below proves nothing", want.endpoint, want.header)
 		}
 	}
@@ -249,46 +247,4 @@ func randomValue(t *testing.T, what string) string {
 		t.Fatal(err)
 	}
 	return what + "-secret-" + hex.EncodeToString(b)
-}
-
-// headerRecorder is the runs' http sink and conversation store: it keeps
-// the headers each endpoint (the first path segment) was sent.
-type headerRecorder struct {
-	url     string
-	mu      sync.Mutex
-	headers map[string]http.Header
-}
-
-func newHeaderRecorder(t *testing.T) *headerRecorder {
-	r := &headerRecorder{headers: map[string]http.Header{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		endpoint, _, _ := strings.Cut(strings.TrimPrefix(req.URL.Path, "/"), "/")
-		r.mu.Lock()
-		h := r.headers[endpoint]
-		if h == nil {
-			h = http.Header{}
-			r.headers[endpoint] = h
-		}
-		for k, vs := range req.Header {
-			h[k] = append(h[k], vs...)
-		}
-		r.mu.Unlock()
-		switch {
-		case endpoint == "hook":
-			w.WriteHeader(http.StatusNoContent)
-		case endpoint == "store" && req.Method == http.MethodPost:
-			w.WriteHeader(http.StatusCreated)
-		default:
-			http.NotFound(w, req)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	r.url = srv.URL
-	return r
-}
-
-func (r *headerRecorder) seen(endpoint, name string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.headers[endpoint].Values(name))
 }

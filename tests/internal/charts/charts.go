@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 
+	"github.com/agentplane/agentplane/libs/testenv"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -95,4 +97,26 @@ func Render(ch *chart.Chart, release, namespace, kubeVersion, values string) ([]
 		docs = append(docs, doc)
 	}
 	return docs, nil
+}
+
+// LoadUmbrella is the umbrella chart with its dependencies built (Build,
+// then Load), as a user has it after `helm dependency build
+// helm/agentplane`; the test fails on error and the copy is removed when
+// it ends.
+func LoadUmbrella(t testing.TB) *chart.Chart {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := Build(root)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := Load(dir, Umbrella)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
 }
