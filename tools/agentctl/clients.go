@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	omniav1alpha1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/libs/natsauth"
 )
 
@@ -57,6 +59,9 @@ func (g *globals) clients() (*clients, error) {
 	if err := agentsv1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
+	if err := omniav1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
@@ -74,6 +79,41 @@ func (cl *clients) agent(ctx context.Context, name string) (*agentsv1alpha1.Agen
 		return nil, fmt.Errorf("get Agent %s/%s: %w", cl.namespace, name, err)
 	}
 	return a, nil
+}
+
+// get reads the object of kind k named name in the namespace.
+func (cl *clients) get(ctx context.Context, k *kind, name string) (client.Object, error) {
+	o := k.newObject()
+	if err := cl.c.Get(ctx, types.NamespacedName{Namespace: cl.namespace, Name: name}, o); err != nil {
+		return nil, fmt.Errorf("get %s %s/%s: %w", k.gvk.Kind, cl.namespace, name, err)
+	}
+	return o, nil
+}
+
+// list reads the objects of kind k in the namespace, or in every
+// namespace when all.
+func (cl *clients) list(ctx context.Context, k *kind, all bool) ([]client.Object, error) {
+	l := k.newList()
+	var opts []client.ListOption
+	if !all {
+		opts = append(opts, client.InNamespace(cl.namespace))
+	}
+	if err := cl.c.List(ctx, l, opts...); err != nil {
+		return nil, fmt.Errorf("list %s: %w", k.title, err)
+	}
+	items, err := meta.ExtractList(l)
+	if err != nil {
+		return nil, err
+	}
+	objs := make([]client.Object, 0, len(items))
+	for _, it := range items {
+		o, ok := it.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("list %s: %T is not an object", k.title, it)
+		}
+		objs = append(objs, o)
+	}
+	return objs, nil
 }
 
 // jetStream connects to NATS quickly or not at all: a missing NATS means

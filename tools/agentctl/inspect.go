@@ -2,23 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"sort"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/events"
@@ -30,77 +25,63 @@ func newGetCmd(g *globals, use string) *cobra.Command {
 	var output string
 	var all bool
 	cmd := &cobra.Command{
-		Use:   use + " [AGENT]",
-		Short: "Show Agents as a table (or one Agent), like kubectl get agents",
-		Args:  cobra.MaximumNArgs(1),
+		Use:   use + " [KIND] [NAME]",
+		Short: "Show Agents, AgentRuntimes, PromptPacks or ToolRegistries as a table, like kubectl get",
+		Long: `Show objects as a table, like kubectl get. KIND is agents (the default),
+agentruntimes (ar), promptpacks (pp) or toolregistries (tr); singular names work
+too. A single argument that is not a kind is an Agent's name:
+
+  agentctl get                 every Agent of the namespace
+  agentctl get fix-issue-42    one Agent
+  agentctl get ar -A -o wide   every AgentRuntime, with the wide columns
+  agentctl get agent pp        the Agent named pp`,
+		Args:              cobra.MaximumNArgs(2),
+		ValidArgsFunction: g.completeKindAndName,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			k, name, err := kindAndName(args)
+			if err != nil {
+				return err
+			}
 			cl, err := g.clients()
 			if err != nil {
 				return err
 			}
-			var items []agentsv1alpha1.Agent
-			if len(args) == 1 {
-				a, err := cl.agent(cmd.Context(), args[0])
+			var objs []client.Object
+			if name != "" {
+				o, err := cl.get(cmd.Context(), k, name)
 				if err != nil {
 					return err
 				}
-				items = []agentsv1alpha1.Agent{*a}
-			} else {
-				list := &agentsv1alpha1.AgentList{}
-				opts := []client.ListOption{}
-				if !all {
-					opts = append(opts, client.InNamespace(cl.namespace))
-				}
-				if err := cl.c.List(cmd.Context(), list, opts...); err != nil {
-					return fmt.Errorf("list Agents: %w", err)
-				}
-				items = list.Items
+				objs = []client.Object{o}
+			} else if objs, err = cl.list(cmd.Context(), k, all); err != nil {
+				return err
 			}
-			return printAgents(cmd.OutOrStdout(), items, output, all)
+			return printObjects(cmd.OutOrStdout(), k, objs, output, all, time.Now())
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml; a table when empty")
-	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list Agents of every namespace")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "wide, json or yaml; a table when empty")
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list the objects of every namespace")
 	return cmd
 }
 
-func printAgents(out io.Writer, items []agentsv1alpha1.Agent, output string, withNS bool) error {
-	sort.Slice(items, func(i, j int) bool {
-		if items[i].Namespace != items[j].Namespace {
-			return items[i].Namespace < items[j].Namespace
+// kindAndName reads get's arguments: none (every Agent), KIND, NAME (an
+// Agent) or KIND NAME.
+func kindAndName(args []string) (*kind, string, error) {
+	switch len(args) {
+	case 0:
+		return agentKind, "", nil
+	case 1:
+		if k, ok := lookupKind(args[0]); ok {
+			return k, "", nil
 		}
-		return items[i].Name < items[j].Name
-	})
-	switch output {
-	case "json":
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(items)
-	case "yaml":
-		raw, err := yaml.Marshal(items)
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(raw)
-		return err
-	case "":
+		return agentKind, args[0], nil
 	default:
-		return &exitCodeError{code: exitUsage, msg: fmt.Sprintf("-o %q: want json or yaml", output)}
-	}
-	// The columns of the Agent CRD's printer columns, as kubectl get shows them.
-	tw := tabwriter.NewWriter(out, 0, 4, 3, ' ', 0)
-	if withNS {
-		fmt.Fprint(tw, "NAMESPACE\t")
-	}
-	fmt.Fprintln(tw, "NAME\tPHASE\tSTATION\tJOB\tAGE")
-	for _, a := range items {
-		if withNS {
-			fmt.Fprintf(tw, "%s\t", a.Namespace)
+		k, ok := lookupKind(args[0])
+		if !ok {
+			return nil, "", unknownKind(args[0])
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Name, a.Status.Phase, a.Spec.StationRef, a.Status.JobName,
-			duration.HumanDuration(time.Since(a.CreationTimestamp.Time)))
+		return k, args[1], nil
 	}
-	return tw.Flush()
 }
 
 func newLogsCmd(g *globals) *cobra.Command {
@@ -126,9 +107,10 @@ func newLogsCmd(g *globals) *cobra.Command {
 // runs it with the cluster's clients.
 func newAgentCmd(g *globals, use, short string, do func(cmd *cobra.Command, cl *clients, name string) error) *cobra.Command {
 	return &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  cobra.ExactArgs(1),
+		Use:               use,
+		Short:             short,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: g.completeAgent,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := g.clients()
 			if err != nil {

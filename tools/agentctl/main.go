@@ -1,9 +1,17 @@
-// Command agentctl launches and follows agent runs without writing YAML:
+// Command agentctl launches and follows agent runs without writing YAML,
+// and shows every kind of the platform (docs/agentctl.md):
 //
 //	agentctl run --station bug-fixer --param issue=42 --follow --wait
-//	agentctl get | list        agentctl logs AGENT
-//	agentctl events AGENT [--follow]    agentctl cancel AGENT
-//	agentctl prompt AGENT "text"        agentctl chat AGENT
+//	agentctl get | list [KIND] [NAME] [-o wide|json|yaml] [-A]
+//	agentctl describe [KIND] NAME [--events N]
+//	agentctl logs AGENT        agentctl events AGENT [--follow]
+//	agentctl cancel AGENT      agentctl prompt AGENT "text"
+//	agentctl chat AGENT
+//	agentctl completion bash|zsh|fish|powershell
+//
+// KIND is agents (the default), agentruntimes (ar), promptpacks (pp) or
+// toolregistries (tr). Shell completion completes kinds and, from the
+// cluster, the names of objects.
 //
 // It follows the usual kubeconfig conventions (--kubeconfig, KUBECONFIG,
 // --context, -n/--namespace) and reads run events from NATS JetStream
@@ -73,7 +81,7 @@ func newRoot() *cobra.Command {
 	f.StringVar(&g.natsURL, "nats-url", envOr("NATS_URL", "nats://127.0.0.1:4222"), "NATS server holding the AGENT_EVENTS stream ($NATS_URL)")
 	f.StringVar(&g.natsCreds, "nats-creds", envOr("NATS_CREDS", ""), "NATS user credentials file, e.g. the agentctl.creds of agentctl nats init ($NATS_CREDS)")
 	f.StringVar(&g.natsCA, "nats-ca", envOr("NATS_CA", ""), "CA certificates that verify the NATS server's certificate; TLS is required when set ($NATS_CA)")
-	root.AddCommand(newRunCmd(g), newGetCmd(g, "get"), newGetCmd(g, "list"), newLogsCmd(g), newEventsCmd(g), newCancelCmd(g),
+	root.AddCommand(newRunCmd(g), newGetCmd(g, "get"), newGetCmd(g, "list"), newDescribeCmd(g), newLogsCmd(g), newEventsCmd(g), newCancelCmd(g),
 		newPromptCmd(g), newChatCmd(g), newNATSCmd(g))
 	return root
 }

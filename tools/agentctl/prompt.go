@@ -56,9 +56,10 @@ func newGatewayCmd(g *globals, use, short string, nargs int,
 	do func(ctx context.Context, s *session, cmd *cobra.Command, args []string) error) *cobra.Command {
 	f := &gatewayFlags{}
 	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  cobra.ExactArgs(nargs),
+		Use:               use,
+		Short:             short,
+		Args:              cobra.ExactArgs(nargs),
+		ValidArgsFunction: g.completeAgent,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := g.dialGateway(cmd.Context(), f, args[0])
 			if err != nil {
