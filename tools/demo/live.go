@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -80,42 +81,73 @@ func showRuns(ctx context.Context, kubeconfig, natsURL, manifests string) error 
 		}
 	}
 	phases := map[string]agentsv1alpha1.AgentPhase{}
-	deadline := time.Now().Add(4 * time.Minute)
-	for {
+	var list agentsv1alpha1.AgentList
+	what := fmt.Sprintf("the %d runs to finish", len(scenario.Runs))
+	waitErr := newWaiter(300*time.Millisecond).wait(ctx, what, 4*time.Minute, func(ctx context.Context) error {
 		flush()
-		list := &agentsv1alpha1.AgentList{}
-		if err := c.List(ctx, list, client.InNamespace(demoNamespace)); err != nil {
-			return err
+		list = agentsv1alpha1.AgentList{}
+		if err := c.List(ctx, &list, client.InNamespace(demoNamespace)); err != nil {
+			return fatal(err)
 		}
-		done := 0
 		for _, a := range list.Items {
-			p := a.Status.Phase
-			if p == "" {
-				p = agentsv1alpha1.PhasePending
-			}
+			p := phaseOf(&a)
 			if phases[a.Name] != p {
 				fmt.Printf("  %-15s ── %s\n", a.Name, p)
 				phases[a.Name] = p
 			}
-			if p.IsTerminal() {
-				done++
-			}
 		}
-		finished := done == len(scenario.Runs)
-		if finished || time.Now().After(deadline) || ctx.Err() != nil {
-			time.Sleep(500 * time.Millisecond)
-			flush()
-			fmt.Println("\n  summary")
-			if err := scenario.Summary(ctx, c, demoNamespace, os.Stdout); err != nil {
-				return err
-			}
-			if !finished {
-				return errors.New("not every run finished within 4 minutes; see the table above and the agent-controller log")
-			}
-			return promisesKept(list.Items)
+		if done, status := runsStatus(list.Items, len(scenario.Runs), time.Now()); !done {
+			return errors.New(status)
 		}
-		time.Sleep(300 * time.Millisecond)
+		return nil
+	})
+	if waitErr != nil && !errors.Is(waitErr, errTimedOut) {
+		return waitErr
 	}
+	time.Sleep(500 * time.Millisecond)
+	flush()
+	fmt.Println("\n  summary")
+	if err := scenario.Summary(ctx, c, demoNamespace, os.Stdout); err != nil {
+		return err
+	}
+	if waitErr != nil {
+		return fmt.Errorf("not every run finished within 4 minutes; see the table above and the agent-controller log: %w", waitErr)
+	}
+	return promisesKept(list.Items)
+}
+
+// phaseOf is a's phase, Pending before the controller has set one.
+func phaseOf(a *agentsv1alpha1.Agent) agentsv1alpha1.AgentPhase {
+	if a.Status.Phase == "" {
+		return agentsv1alpha1.PhasePending
+	}
+	return a.Status.Phase
+}
+
+// runsStatus says whether want runs have all finished and, while not, how
+// many have and which are still awaited, each with its phase and how long
+// it has been in it ("fix-issue-42 Running 12s").
+func runsStatus(agents []agentsv1alpha1.Agent, want int, now time.Time) (bool, string) {
+	finished := 0
+	var waiting []string
+	for i := range agents {
+		a := &agents[i]
+		p := phaseOf(a)
+		if p.IsTerminal() {
+			finished++
+			continue
+		}
+		since := a.CreationTimestamp.Time
+		if p == agentsv1alpha1.PhaseRunning && a.Status.StartedAt != nil {
+			since = a.Status.StartedAt.Time
+		}
+		waiting = append(waiting, fmt.Sprintf("%s %s %s", a.Name, p, now.Sub(since).Round(time.Second)))
+	}
+	status := fmt.Sprintf("%d/%d finished", finished, want)
+	if len(waiting) > 0 {
+		status += "; " + strings.Join(waiting, ", ")
+	}
+	return finished == want, status
 }
 
 // promisesKept fails the demo when a run did not end as its recipe

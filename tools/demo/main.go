@@ -11,8 +11,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -108,15 +106,17 @@ func up(ctx context.Context, bin, repo, state string) error {
 	if err := os.MkdirAll(state, 0o755); err != nil {
 		return err
 	}
-	if err := checkFree(natsPort, "NATS"); err != nil {
-		return err
-	}
-	if err := checkFree(8081, "the agent-controller's metrics"); err != nil {
+	// Every port is checked before anything starts, so a busy one fails
+	// the demo at once and by name rather than halfway through.
+	_, promErr := exec.LookPath("prometheus")
+	if err := checkPorts(demoPorts(promErr == nil)); err != nil {
 		return err
 	}
 
 	step("starting the control plane (etcd, kube-apiserver, kube-controller-manager) and localnode")
-	ks := exec.CommandContext(ctx, filepath.Join(bin, "kubestack"), "up", "--crds", filepath.Join(repo, "deploy", "crds"))
+	ks := exec.CommandContext(ctx, filepath.Join(bin, "kubestack"), "up", "--crds", filepath.Join(repo, "deploy", "crds"),
+		"--port", fmt.Sprint(apiServerPort), "--etcd-port", fmt.Sprint(etcdPort),
+		"--controller-manager-port", fmt.Sprint(controllerManagerPort), "--kubelet-port", fmt.Sprint(kubeletPort))
 	ks.Stdout, ks.Stderr = os.Stderr, os.Stderr
 	if err := ks.Run(); err != nil {
 		return fmt.Errorf("kubestack up: %w", err)
@@ -131,7 +131,8 @@ func up(ctx context.Context, bin, repo, state string) error {
 	if _, err := spawn(state, "nats", self, []string{"nats", "--store", filepath.Join(state, "jetstream")}, nil); err != nil {
 		return err
 	}
-	if err := waitTCP(ctx, fmt.Sprintf("127.0.0.1:%d", natsPort), 20*time.Second); err != nil {
+	natsAddr := loopback(natsPort)
+	if err := newWaiter(200*time.Millisecond).wait(ctx, "NATS to accept connections on "+natsAddr, 20*time.Second, tcpUp(natsAddr)); err != nil {
 		return fmt.Errorf("NATS did not start (log %s): %w", filepath.Join(state, "logs", "nats.log"), err)
 	}
 
@@ -150,7 +151,8 @@ func up(ctx context.Context, bin, repo, state string) error {
 	}, nil); err != nil {
 		return err
 	}
-	if err := waitHTTP(ctx, "http://"+controllerAddr+"/readyz", 30*time.Second); err != nil {
+	readyz := "http://" + controllerAddr + "/readyz"
+	if err := newWaiter(300*time.Millisecond).wait(ctx, "the agent-controller to be ready ("+readyz+")", 30*time.Second, httpOK(readyz)); err != nil {
 		return fmt.Errorf("the agent-controller is not ready (log %s): %w", filepath.Join(state, "logs", "agent-controller.log"), err)
 	}
 
@@ -189,46 +191,6 @@ func kubectlDir() string {
 		return filepath.Join(cacheRoot(), "kube", "<version>")
 	}
 	return string(out[:len(out)-1])
-}
-
-func checkFree(port int, what string) error {
-	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		return fmt.Errorf("port %d (for %s) is taken: %w; stop what holds it (or run make demo-down)", port, what, err)
-	}
-	return l.Close()
-}
-
-func waitTCP(ctx context.Context, addr string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			return c.Close()
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return err
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func waitHTTP(ctx context.Context, url string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("HTTP %d", resp.StatusCode)
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return err
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
 }
 
 // serveNATS runs a NATS server with JetStream until SIGTERM.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -30,7 +31,7 @@ func startPrometheus(ctx context.Context, state, repo, target string) promv1.API
 		fmt.Println("  no prometheus binary: skipping metrics (make prometheus installs Debian's package)")
 		return nil
 	}
-	if err := checkFree(9090, "Prometheus"); err != nil {
+	if err := checkPorts([]port{{prometheusAddr, "Prometheus", "another Prometheus"}}); err != nil {
 		fmt.Printf("  skipping Prometheus: %v\n", err)
 		return nil
 	}
@@ -52,7 +53,8 @@ func startPrometheus(ctx context.Context, state, repo, target string) promv1.API
 			"--storage.tsdb.path=" + filepath.Join(dir, "data"), "--web.listen-address=" + prometheusAddr, "--log.level=warn"}, nil)
 	}
 	if err == nil {
-		err = waitHTTP(ctx, "http://"+prometheusAddr+"/-/ready", 30*time.Second)
+		ready := "http://" + prometheusAddr + "/-/ready"
+		err = newWaiter(300*time.Millisecond).wait(ctx, "Prometheus to be ready ("+ready+")", 30*time.Second, httpOK(ready))
 	}
 	if err != nil {
 		fmt.Printf("  Prometheus did not start (log %s): %v; going on without it\n", filepath.Join(state, "logs", "prometheus.log"), err)
@@ -92,14 +94,19 @@ func showFigures(ctx context.Context, api promv1.API) {
 	// The runs have ended: a scrape that starts from now on sees their
 	// last counts.
 	after := float64(time.Now().UnixMilli()) / 1000
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		v, _, _, err := api.Query(ctx, `timestamp(up{job="agent-controller"} == 1)`, time.Now())
-		if vec, ok := v.(model.Vector); err == nil && ok && len(vec) == 1 && float64(vec[0].Value) > after {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	// Without that scrape the figures are a little behind; they are shown
+	// all the same.
+	_ = newWaiter(500*time.Millisecond).wait(ctx, "Prometheus to scrape the agent-controller once more", 20*time.Second,
+		func(ctx context.Context) error {
+			v, _, _, err := api.Query(ctx, `timestamp(up{job="agent-controller"} == 1)`, time.Now())
+			if err != nil {
+				return err
+			}
+			if vec, ok := v.(model.Vector); ok && len(vec) == 1 && float64(vec[0].Value) > after {
+				return nil
+			}
+			return errors.New("no scrape since the runs ended")
+		})
 	fmt.Printf("\nRead back from Prometheus (http://%s):\n\n", prometheusAddr)
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	for _, f := range figures {

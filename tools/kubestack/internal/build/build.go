@@ -133,22 +133,30 @@ func build(ctx context.Context, opts Options) error {
 
 	start := time.Now()
 	opts.logf("kubestack: resolving k8s.io/kubernetes %s modules", opts.KubeVersion)
-	if err := goCmd(ctx, kubeDir, "mod", "tidy"); err != nil {
+	if err := goCmd(ctx, kubeDir, opts.step("resolving k8s.io/kubernetes "+opts.KubeVersion+" modules (go mod tidy)", 0), "mod", "tidy"); err != nil {
 		return fmt.Errorf("resolve k8s.io/kubernetes %s: %w", opts.KubeVersion, err)
 	}
-	opts.logf("kubestack: building kube-apiserver, kube-controller-manager, kubectl %s (a few minutes the first time)", opts.KubeVersion)
-	args := []string{"build", "-trimpath", "-ldflags", kubeLDFlags(opts.KubeVersion), "-o", staging + string(filepath.Separator)}
-	for _, cmd := range []string{"kube-apiserver", "kube-controller-manager", "kubectl"} {
-		args = append(args, "k8s.io/kubernetes/cmd/"+cmd)
+	kubeCmds := []string{"kube-apiserver", "kube-controller-manager", "kubectl"}
+	flags := []string{"-trimpath", "-ldflags", kubeLDFlags(opts.KubeVersion)}
+	var pkgs []string
+	for _, cmd := range kubeCmds {
+		pkgs = append(pkgs, "k8s.io/kubernetes/cmd/"+cmd)
 	}
-	if err := goCmd(ctx, kubeDir, args...); err != nil {
+	what := strings.Join(kubeCmds, ", ") + " " + opts.KubeVersion
+	opts.logf("kubestack: building %s (a few minutes the first time)", what)
+	total := countToCompile(ctx, kubeDir, opts.step("counting the packages of "+what+" to compile", 0), flags, pkgs)
+	args := append(append([]string{"build", "-v"}, flags...), "-o", staging+string(filepath.Separator))
+	if err := goCmd(ctx, kubeDir, opts.step("building "+what, total), append(args, pkgs...)...); err != nil {
 		return fmt.Errorf("build kubernetes %s: %w", opts.KubeVersion, err)
 	}
 	opts.logf("kubestack: building etcd %s", opts.EtcdVersion)
-	if err := goCmd(ctx, etcdDir, "mod", "tidy"); err != nil {
+	if err := goCmd(ctx, etcdDir, opts.step("resolving etcd "+opts.EtcdVersion+" modules (go mod tidy)", 0), "mod", "tidy"); err != nil {
 		return fmt.Errorf("resolve etcd %s: %w", opts.EtcdVersion, err)
 	}
-	if err := goCmd(ctx, etcdDir, "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(staging, "etcd"), "."); err != nil {
+	etcdFlags := []string{"-trimpath", "-ldflags", "-s -w"}
+	total = countToCompile(ctx, etcdDir, opts.step("counting the packages of etcd "+opts.EtcdVersion+" to compile", 0), etcdFlags, []string{"."})
+	args = append(append([]string{"build", "-v"}, etcdFlags...), "-o", filepath.Join(staging, "etcd"), ".")
+	if err := goCmd(ctx, etcdDir, opts.step("building etcd "+opts.EtcdVersion, total), args...); err != nil {
 		return fmt.Errorf("build etcd %s: %w", opts.EtcdVersion, err)
 	}
 
@@ -257,19 +265,60 @@ func writeModule(dir string, files map[string]string) error {
 	return nil
 }
 
-// goCmd runs the go command outside any workspace, with static linking. On
-// failure the error carries the tail of the compiler's output.
-func goCmd(ctx context.Context, dir string, args ...string) error {
+// step returns the progress reporter of one go command, starting now.
+func (o Options) step(what string, total int) *progress {
+	return newProgress(o.Log, what, total, time.Now(), reportEvery)
+}
+
+// goCmd runs the go command outside any workspace, with static linking,
+// feeding its output to rep, which reports on it while it runs. On failure
+// the error carries the tail of the command's output.
+func goCmd(ctx context.Context, dir string, rep *progress, args ...string) error {
+	cmd := goCommand(ctx, dir, args...)
+	// One writer for both streams: exec then calls it from one goroutine
+	// at a time, and the output stays in the order the go command wrote it.
+	cmd.Stdout, cmd.Stderr = rep, rep
+	if err := runReporting(cmd, rep); err != nil {
+		return fmt.Errorf("go %s: %w\n%s", args[0], err, tail(rep.Output(), 40))
+	}
+	return nil
+}
+
+func goCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
+	return cmd
+}
+
+// runReporting runs cmd while rep reports every second it is due.
+func runReporting(cmd *exec.Cmd, rep *progress) error {
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	done, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		rep.watch(ticker.C, done)
+	}()
+	err := cmd.Run()
+	close(done)
+	<-watched
+	return err
+}
+
+// countToCompile is how many packages `go build flags pkgs` will compile:
+// the dependencies of pkgs that the build cache does not hold (go list's
+// Stale). It is the denominator of the build's progress, so when it cannot
+// be had the build goes on without one (0).
+func countToCompile(ctx context.Context, dir string, rep *progress, flags, pkgs []string) int {
+	args := append(append([]string{"list", "-deps", "-f", "{{.Stale}}"}, flags...), pkgs...)
+	cmd := goCommand(ctx, dir, args...)
 	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go %s: %w\n%s", args[0], err, tail(out.String(), 40))
+	cmd.Stdout, cmd.Stderr = &out, rep
+	if err := runReporting(cmd, rep); err != nil {
+		return 0
 	}
-	return nil
+	return strings.Count(out.String(), "true\n")
 }
 
 func tail(s string, lines int) string {

@@ -144,7 +144,7 @@ func TestAFailedBuildShowsTheCompilerError(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	err := goCmd(context.Background(), dir, "build", "-o", filepath.Join(dir, "out"), ".")
+	err := goCmd(context.Background(), dir, newProgress(nil, "building", 0, time.Now(), reportEvery), "build", "-v", "-o", filepath.Join(dir, "out"), ".")
 	if err == nil {
 		t.Fatal("build of broken code succeeded")
 	}

@@ -60,7 +60,7 @@ func startLocalNode(ctx context.Context, cfg Config, kubeconfig string, cl *clie
 	if err := record(node); err != nil {
 		return nil, err
 	}
-	if err := waitHealthy(ctx, node, cfg.ReadyTimeout, func(ctx context.Context) error {
+	if err := waitHealthy(ctx, cfg.Log, node, "the Node "+ln.Name+" to be Ready", cfg.ReadyTimeout, func(ctx context.Context) error {
 		return nodeReady(ctx, cl, ln.Name, ln.Port)
 	}); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -100,11 +101,24 @@ func (p *process) logTail(lines int) string {
 	return strings.Join(all, "\n")
 }
 
+// reportEvery is how often a wait for a component says it still waits.
+const reportEvery = 10 * time.Second
+
 // waitHealthy polls check until it succeeds, the process dies, or timeout.
-// A dead process is reported with the tail of its log, never as a hang.
-func waitHealthy(ctx context.Context, p *process, timeout time.Duration, check func(context.Context) error) error {
+// A dead process is reported with the tail of its log, never as a hang. It
+// says on log what it waits for before the first check, and again with the
+// last check's error at least every reportEvery until the check succeeds.
+func waitHealthy(ctx context.Context, log io.Writer, p *process, what string, timeout time.Duration, check func(context.Context) error) error {
+	return waitHealthyReporting(ctx, log, p, what, timeout, reportEvery, check)
+}
+
+func waitHealthyReporting(ctx context.Context, log io.Writer, p *process, what string, timeout, every time.Duration, check func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	start := time.Now()
+	fmt.Fprintf(log, "kubestack: waiting for %s (up to %s)\n", what, timeout)
+	report := time.NewTicker(every)
+	defer report.Stop()
 	var last error
 	for {
 		if !p.alive() {
@@ -116,6 +130,8 @@ func waitHealthy(ctx context.Context, p *process, timeout time.Duration, check f
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s not healthy after %s: %w (log: %s)", p.Name, timeout, last, p.Log)
+		case <-report.C:
+			fmt.Fprintf(log, "kubestack: still waiting for %s: %v, %s\n", what, last, time.Since(start).Round(time.Second))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -180,7 +180,7 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 		return nil, err
 	}
 	plain := &http.Client{Timeout: 5 * time.Second}
-	if err := waitHealthy(ctx, etcd, cfg.ReadyTimeout, httpOK(etcdURL+"/health", plain, "")); err != nil {
+	if err := waitHealthy(ctx, cfg.Log, etcd, "etcd to serve "+etcdURL+"/health", cfg.ReadyTimeout, httpOK(etcdURL+"/health", plain, "")); err != nil {
 		return nil, err
 	}
 
@@ -224,7 +224,7 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := waitHealthy(ctx, api, cfg.ReadyTimeout, httpOK(server+"/readyz", tc, token)); err != nil {
+	if err := waitHealthy(ctx, cfg.Log, api, "kube-apiserver to be ready ("+server+"/readyz)", cfg.ReadyTimeout, httpOK(server+"/readyz", tc, token)); err != nil {
 		return nil, err
 	}
 
@@ -265,7 +265,7 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 	}
 	// The default ServiceAccount appears once the controller-manager's
 	// serviceaccount controller runs; without it no pod can be admitted.
-	if err := waitHealthy(ctx, kcm, cfg.ReadyTimeout, func(ctx context.Context) error {
+	if err := waitHealthy(ctx, cfg.Log, kcm, "kube-controller-manager to create the default ServiceAccount", cfg.ReadyTimeout, func(ctx context.Context) error {
 		return defaultServiceAccountExists(ctx, cl)
 	}); err != nil {
 		return nil, err
