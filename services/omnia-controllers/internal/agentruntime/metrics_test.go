@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -74,7 +75,15 @@ func TestMetricsFollowTheAgent(t *testing.T) {
 
 	// setWeight 50 is one step; the pause holds on the next.
 	roSetCandidate(t, ns, roToV110())
-	ctrltest.Eventually(t, wait, agentMetricsAre(ns, 1, 1, 50, 1))
+	// The candidate's pods come after the step is taken; until they are
+	// all ready a pass may find the agent unready, so the steady state is
+	// awaited before it is held.
+	ctrltest.Eventually(t, wait, func() error {
+		if err := roSettled(ns); err != nil {
+			return err
+		}
+		return agentMetricsAre(ns, 1, 1, 50, 1)()
+	})
 	roPoke(t, ns)
 	ctrltest.Consistently(t, 2*time.Second, agentMetricsAre(ns, 1, 1, 50, 1))
 
@@ -143,4 +152,24 @@ func TestDecideRecordsARollback(t *testing.T) {
 			}
 		})
 	}
+}
+
+// roSettled plays the kubelet for every pod of "agent" and fails until its
+// stable and candidate Deployments have every replica ready, after which
+// no pod is left to come and make the agent unready.
+func roSettled(ns string) error {
+	if err := roReadyAll(ns); err != nil {
+		return err
+	}
+	stable, candidate, err := roDeployments(ns)
+	if err != nil {
+		return err
+	}
+	for _, d := range []*appsv1.Deployment{stable, candidate} {
+		if d.Status.ObservedGeneration != d.Generation || d.Status.Replicas != roReplicas(d) || d.Status.ReadyReplicas != roReplicas(d) {
+			return fmt.Errorf("Deployment %s: %d of %d replicas ready (generation %d, observed %d)",
+				d.Name, d.Status.ReadyReplicas, roReplicas(d), d.Generation, d.Status.ObservedGeneration)
+		}
+	}
+	return nil
 }
