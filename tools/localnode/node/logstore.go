@@ -24,7 +24,10 @@ import (
 
 const (
 	maxLineChunk = 16 * 1024
-	doneSuffix   = ".done"
+	// drainGrace is how long a closing pump waits for more output once it
+	// has read everything in the pipe.
+	drainGrace = 100 * time.Millisecond
+	doneSuffix = ".done"
 )
 
 // logPump copies a process's stdout and stderr into its log file.
@@ -94,12 +97,26 @@ func (p *logPump) wait(limit time.Duration) {
 }
 
 // close stops reading without completing the log, for a node handing its
-// processes over to a successor.
+// processes over to a successor. What the container has already written
+// is drained into the log first (reads go on until drainGrace passes with
+// nothing left to read): a container that ends before the successor
+// adopts it takes the pipe's unread buffer with it, as its shim holds the
+// last open end.
 func (p *logPump) close() {
 	if p == nil {
 		return
 	}
-	p.once.Do(func() { closeAll(p.readers) })
+	p.once.Do(func() {
+		deadline := time.Now().Add(drainGrace)
+		for _, r := range p.readers {
+			if err := r.SetReadDeadline(deadline); err != nil {
+				// Not pollable: nothing would end the read but closing.
+				_ = r.Close()
+			}
+		}
+		p.wg.Wait()
+		closeAll(p.readers)
+	})
 	p.wg.Wait()
 }
 
