@@ -181,7 +181,7 @@ demo: kube-binaries ## Run the platform locally: control plane, localnode, NATS,
 	@$(MAKE) --no-print-directory prometheus || echo "Prometheus could not be installed; the demo goes on without it"
 	@mkdir -p $(DEMO_BIN)
 	@echo "building the platform's binaries into $(DEMO_BIN)"
-	@CGO_ENABLED=0 go build -o $(DEMO_BIN)/ ./tools/kubestack ./tools/demo ./tools/agentctl ./tools/mockagent ./services/agent-controller ./services/supervisor
+	@CGO_ENABLED=0 go build -o $(DEMO_BIN)/ ./tools/kubestack ./tools/demo ./tools/agentctl ./tools/mockagent ./tools/fakevendor/cmd/fakevendor ./services/agent-controller ./services/supervisor ./services/batch-poller ./services/realtime-gateway ./services/omnia-controllers/cmd/omnia-controllers
 	@$(DEMO_BIN)/mockagent install $(DEMO_BIN)/bundle >/dev/null
 	@$(DEMO_BIN)/demo up --bin $(DEMO_BIN) --repo $(CURDIR)
 

@@ -5,7 +5,12 @@
 // mock vendor CLIs printing each vendor's real event lines.
 //
 // Agent → Job → localnode pod → supervisor init (bundle) → supervisor run →
-// mock CLI → sinks and NATS → pods/log → Agent status.
+// mock CLI → sinks and NATS → pods/log → Agent status. The demo's batch
+// run goes Agent → batch-poller → tools/fakevendor behind the vendor SDKs
+// → Agent status, with the controller's batch component on; its realtime
+// run is prompted with agentctl through realtime-gateway; its Omnia
+// AgentRuntime runs the demo binary's runtime stand-in under
+// omnia-controllers.
 package e2e
 
 import (
@@ -39,7 +44,8 @@ func TestMain(m *testing.M) {
 	// the mock CLIs, laid out as the supervisor bundle.
 	stack.Main(stack.Options{
 		Suite: "e2e", RootReason: "localnode runs containers in private mount namespaces", KubeUser: "agent-controller",
-		Packages: []string{"services/agent-controller", "services/supervisor", "tools/mockagent", "tools/agentctl"},
+		Packages: []string{"services/agent-controller", "services/supervisor", "tools/mockagent", "tools/agentctl", "services/batch-poller", "services/realtime-gateway",
+			"services/omnia-controllers/cmd/omnia-controllers", "tools/demo"},
 	}, func(ctx context.Context, s *stack.Stack) int {
 		env, binDir, natsURL, kubeconfig = s.Env, s.BinDir, s.NATSURL, s.Kubeconfig
 		natsAuth, natsOpts = s.NATS, s.NATS.Options()
@@ -47,9 +53,36 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// run starts the agent-controller and runs the tests.
+// run starts the demo's batch, realtime and Omnia sides
+// (demo_*_test.go) and the agent-controller, and runs the tests.
 func run(ctx context.Context, m *testing.M, work string) int {
-	ctl, err := startController(ctx, work)
+	batchArgs, stopBatch, err := startBatch(ctx, work)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		return 1
+	}
+	defer stopBatch()
+	// The demo's realtime run binds the node's 127.0.0.1:8090, as the
+	// realtime suite's runs do.
+	unlock, err := stack.LockRealtimePort()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		return 1
+	}
+	defer unlock()
+	realtimeArgs, stopRealtime, err := startRealtime(ctx, work)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		return 1
+	}
+	defer stopRealtime()
+	stopOmnia, err := startOmnia(ctx, work)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		return 1
+	}
+	defer stopOmnia()
+	ctl, err := startController(ctx, work, append(batchArgs, realtimeArgs...))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		return 1
@@ -58,13 +91,16 @@ func run(ctx context.Context, m *testing.M, work string) int {
 	ctl.Stop()
 	if code != 0 {
 		stack.DumpLog("agent-controller", ctlLog, 30)
+		stack.DumpLog("batch-poller", pollerLog, 30)
+		stack.DumpLog("realtime-gateway", gatewayLog, 30)
+		stack.DumpLog("omnia-controllers", omniaLog, 30)
 	}
 	return code
 }
 
 // startController runs the agent-controller binary against the control
 // plane, serving metrics and probes on one address.
-func startController(ctx context.Context, work string) (*stack.Process, error) {
+func startController(ctx context.Context, work string, extra []string) (*stack.Process, error) {
 	addrs, err := stack.FreeAddrs(1)
 	if err != nil {
 		return nil, err
@@ -74,5 +110,5 @@ func startController(ctx context.Context, work string) (*stack.Process, error) {
 	ctlLog = filepath.Join(work, "agent-controller.log")
 	return stack.StartProcess(ctx, ctlLog, filepath.Join(binDir, "agent-controller"), append([]string{
 		"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", addr, "--health-probe-bind-address", addr, "--poll-interval", "2s",
-		"--supervisor-path", filepath.Join(binDir, "supervisor"), "--log-level", "debug"}, natsAuth.ControllerArgs()...)...)
+		"--supervisor-path", filepath.Join(binDir, "supervisor"), "--log-level", "debug"}, append(extra, natsAuth.ControllerArgs()...)...)...)
 }

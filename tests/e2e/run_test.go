@@ -167,28 +167,9 @@ func TestAFailingCLIFailsTheAgentWithItsExitCode(t *testing.T) {
 // The deadline path (a one-minute Station, exit 124) runs in
 // TestTheDemoScenario as summarize-week.
 
-// Batch runs: without BATCH_ENABLED=true (this suite's controller runs
-// without the batch component) a batch definition fails the Agent with the
-// reason, and nothing is created for it.
-func TestABatchRunFailsWithoutTheBatchComponent(t *testing.T) {
-	ns := env.Namespace(t)
-	def := &agentsv1alpha1.AgentDefinition{ObjectMeta: metav1.ObjectMeta{Name: "cheap", Namespace: ns},
-		Spec: agentsv1alpha1.AgentDefinitionSpec{Model: "claude-opus-5-5", Prompt: "p", Execution: agentsv1alpha1.ExecutionBatch}}
-	st := &agentsv1alpha1.Station{ObjectMeta: metav1.ObjectMeta{Name: "cheap", Namespace: ns},
-		Spec: agentsv1alpha1.StationSpec{AgentDefRef: "cheap", DeadlineMinutes: 5,
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "agentplane/runner:e2e"}}}}}}
-	for _, o := range []client.Object{def, st} {
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	launch(t, ns, "nightly", "cheap", nil)
-	a := waitTerminal(t, ns, "nightly", time.Minute)
-	if a.Status.Phase != agentsv1alpha1.PhaseFailed || a.Status.FailureReason != "batch execution is disabled on this controller" ||
-		a.Status.BatchID != "" || a.Status.JobName != "" || len(a.Finalizers) != 0 {
-		t.Errorf("status %+v finalizers %v", a.Status, a.Finalizers)
-	}
-}
+// A batch definition on a controller without the batch component is
+// tested in services/agent-controller/internal/controller: this suite's
+// controller runs with it, for the demo's batch run (demo_batch_test.go).
 
 // TestAConversationStoreOutageDoesNotFailTheRun: the definition continues a
 // conversation from a store that answers 503. The init container skips the

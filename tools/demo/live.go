@@ -17,30 +17,36 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	omniav1alpha1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/libs/events"
 	"github.com/agentplane/agentplane/tools/agentctl/digest"
 	"github.com/agentplane/agentplane/tools/demo/scenario"
 )
 
-// showRuns applies the demo recipes, launches the runs, prints their phase
-// changes and a digest of their events until all are finished, then the
-// summary table.
-func showRuns(ctx context.Context, kubeconfig, natsURL, manifests string) error {
+// newClient is a client of the demo's control plane that knows the core
+// types and agentplane's.
+func newClient(kubeconfig string) (client.Client, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
+		return nil, err
 	}
 	if err := agentsv1alpha1.AddToScheme(scheme); err != nil {
-		return err
+		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return err
+	if err := omniav1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
 	}
+	return client.New(cfg, client.Options{Scheme: scheme})
+}
+
+// showRuns applies the demo recipes, launches the runs, prints their phase
+// changes and a digest of their events until all are finished, then the
+// summary table.
+func showRuns(ctx context.Context, c client.Client, natsURL, manifests string) error {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}}); err != nil {
 		return fmt.Errorf("create namespace: %w", err)
 	}

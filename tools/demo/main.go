@@ -1,8 +1,10 @@
-// Command demo runs agentplane's main job on one machine: a real control
+// Command demo runs the whole platform on one machine: a real control
 // plane with a local node (kubestack), NATS with JetStream, the
-// agent-controller, and run pods whose supervisor drives the mock vendor
-// CLIs. It launches a handful of runs, shows them live, ends with a summary
-// and leaves everything up to explore. `make demo` builds the binaries and
+// agent-controller, batch-poller in front of tools/fakevendor,
+// realtime-gateway, omnia-controllers, and run pods whose supervisor
+// drives the mock vendor CLIs. It launches a handful of Job runs and shows
+// them live with a summary, then a batch run, a realtime session and an
+// Omnia rollout (scenario), and leaves everything up to explore. `make demo` builds the binaries and
 // runs `demo up`; `make demo-down` runs `demo down`.
 package main
 
@@ -19,11 +21,14 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/agentplane/agentplane/tools/demo/scenario"
 )
 
 const (
-	natsPort       = 4222
-	controllerAddr = "127.0.0.1:8081"
+	natsPort = 4222
+	// Not 8081: that is the Omnia agent pods' health port (runtime.go).
+	controllerAddr = "127.0.0.1:8085"
 	demoNamespace  = "agentplane-demo"
 )
 
@@ -71,6 +76,8 @@ func run(ctx context.Context, cmd string, args []string) error {
 		return down(*bin, state)
 	case "nats":
 		return serveNATS(ctx, *store)
+	case "runtime":
+		return serveRuntime(ctx)
 	}
 	return fmt.Errorf("unknown command %q", cmd)
 }
@@ -89,7 +96,7 @@ func down(bin, state string) error {
 	if err := os.RemoveAll(state); err != nil {
 		return err
 	}
-	fmt.Println("demo: stopped; the control plane, localnode, NATS and the agent-controller are gone")
+	fmt.Println("demo: stopped; the control plane, localnode, NATS, fakevendor and the platform's services are gone")
 	return nil
 }
 
@@ -122,6 +129,10 @@ func up(ctx context.Context, bin, repo, state string) error {
 		return fmt.Errorf("kubestack up: %w", err)
 	}
 	kubeconfig := filepath.Join(cacheRoot(), "stack", "kubeconfig")
+	c, err := newClient(kubeconfig)
+	if err != nil {
+		return err
+	}
 
 	step("starting NATS with JetStream on 127.0.0.1:%d", natsPort)
 	self, err := os.Executable()
@@ -136,19 +147,36 @@ func up(ctx context.Context, bin, repo, state string) error {
 		return fmt.Errorf("NATS did not start (log %s): %w", filepath.Join(state, "logs", "nats.log"), err)
 	}
 
-	step("starting the agent-controller")
 	natsURL := fmt.Sprintf("nats://127.0.0.1:%d", natsPort)
+	step("starting the fake vendor batch APIs (tools/fakevendor) on %s and batch-poller on %s", fakeVendorAddr, batchPollerGRPCAddr)
+	batchArgs, err := startBatch(ctx, c, state, bin, kubeconfig, natsURL)
+	if err != nil {
+		return err
+	}
+	step("starting realtime-gateway on %s", gatewayGRPCAddr)
+	realtimeArgs, err := startRealtime(ctx, c, state, bin, kubeconfig)
+	if err != nil {
+		return err
+	}
+
+	step("starting the agent-controller")
 	supervisor, err := stageSupervisor(bin, state)
 	if err != nil {
 		return fmt.Errorf("stage the supervisor for the run pods: %w", err)
 	}
-	if _, err := spawn(state, "agent-controller", filepath.Join(bin, "agent-controller"), []string{
+	// The Omnia agent pods run as their own user too: their runtime
+	// stand-in is this binary, staged beside the supervisor.
+	runtime := filepath.Join(filepath.Dir(supervisor), "demo")
+	if err := copyFile(self, runtime); err != nil {
+		return fmt.Errorf("stage the demo runtime for the Omnia agent pods: %w", err)
+	}
+	if _, err := spawn(state, "agent-controller", filepath.Join(bin, "agent-controller"), append([]string{
 		"--kubeconfig", kubeconfig, "--leader-elect=false",
 		// One port for /metrics and the probes, as the demo prints it.
 		"--metrics-bind-address", controllerAddr, "--health-probe-bind-address", controllerAddr,
 		"--supervisor-path", supervisor, "--supervisor-image", "agentplane/supervisor:demo",
 		"--nats-url", natsURL, "--poll-interval", "5s",
-	}, nil); err != nil {
+	}, append(batchArgs, realtimeArgs...)...), nil); err != nil {
 		return err
 	}
 	readyz := "http://" + controllerAddr + "/readyz"
@@ -156,11 +184,31 @@ func up(ctx context.Context, bin, repo, state string) error {
 		return fmt.Errorf("the agent-controller is not ready (log %s): %w", filepath.Join(state, "logs", "agent-controller.log"), err)
 	}
 
+	step("starting omnia-controllers")
+	if err := startOmnia(ctx, state, bin, kubeconfig, runtime); err != nil {
+		return err
+	}
+
 	step("starting Prometheus on %s (scraping the agent-controller, with its alert rules)", prometheusAddr)
 	prom := startPrometheus(ctx, state, repo, controllerAddr)
 
 	step("applying examples/demo and launching the runs")
-	if err := showRuns(ctx, kubeconfig, natsURL, filepath.Join(repo, "examples", "demo")); err != nil {
+	if err := showRuns(ctx, c, natsURL, filepath.Join(repo, "examples", "demo")); err != nil {
+		return err
+	}
+
+	step("a batch run: submitted to a vendor's batch API through batch-poller, polled to its end, cleaned up")
+	if err := showBatch(ctx, c); err != nil {
+		return err
+	}
+
+	step("a realtime session: two agentctl prompts through realtime-gateway in one session, then close")
+	if err := showRealtime(ctx, c, bin, kubeconfig); err != nil {
+		return err
+	}
+
+	step("an Omnia AgentRuntime from a PromptPack, then a new pack version rolled out step by step")
+	if err := showOmnia(ctx, c); err != nil {
 		return err
 	}
 	promLine := "Prometheus: not running (make prometheus installs it)"
@@ -176,12 +224,16 @@ Everything is still running. Explore:
   %s/agentctl -n %s logs fix-issue-42  # a run's output
   %s/agentctl -n %s events fix-issue-42
   %s/agentctl -n %s run --station bug-fixer --param issue=7 --param repo=acme/shop --follow --wait
+  %s/agentctl -n %s describe %s        # the batch run: its batchId, provider and events
+  %s/agentctl -n %s get ar -o wide     # the Omnia AgentRuntime, on its new pack version
+  %s/agentctl -n %s get pp             # both PromptPack versions, the older Superseded
   NATS subject of every run event: agents.%s.<agent>.<kind> (stream AGENT_EVENTS, %s)
   controller metrics: http://%s/metrics
   %s
 
 Stop it all with: make demo-down   (took %s)
-`, kubeconfig, kubectlDir(), bin, demoNamespace, bin, demoNamespace, bin, demoNamespace, demoNamespace, natsURL, controllerAddr, promLine, time.Since(start).Round(time.Second))
+`, kubeconfig, kubectlDir(), bin, demoNamespace, bin, demoNamespace, bin, demoNamespace,
+		bin, demoNamespace, scenario.BatchRun, bin, demoNamespace, bin, demoNamespace, demoNamespace, natsURL, controllerAddr, promLine, time.Since(start).Round(time.Second))
 	return nil
 }
 

@@ -34,6 +34,14 @@ func demoPorts(withPrometheus bool) []port {
 		{loopback(kubeletPort), "localnode's kubelet endpoint", "a kubelet or another localnode"},
 		{loopback(natsPort), "NATS", "another NATS server"},
 		{controllerAddr, "the agent-controller's metrics and probes", "another agent-controller"},
+		{fakeVendorAddr, "the fake vendor batch APIs (tools/fakevendor)", "another fakevendor"},
+		{batchPollerGRPCAddr, "batch-poller's gRPC server", "another batch-poller"},
+		{batchPollerHTTPAddr, "batch-poller's metrics and probes", "another batch-poller"},
+		{gatewayGRPCAddr, "realtime-gateway's gRPC server", "another realtime-gateway"},
+		{gatewayHTTPAddr, "realtime-gateway's metrics and probes", "another realtime-gateway"},
+		{omniaHTTPAddr, "omnia-controllers' metrics and probes", "another omnia-controllers"},
+		{runtimeHealthAddr, "the Omnia agent pods' health port (localnode runs pods on the host network)", "an agent-controller or omnia runtime started by hand, e.g. on its default :8081"},
+		{realtimePodAddr, "the realtime run pod's supervisor (localnode runs pods on the host network)", "a realtime run of another stack, e.g. a running `go test ./tests/realtime`"},
 	}
 	if withPrometheus {
 		ps = append(ps, port{prometheusAddr, "Prometheus", "another Prometheus"})

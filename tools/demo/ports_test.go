@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestABusyPortIsNamedWithWhatToDo binds a port first, as another program
+// TestABusyPortIsNamedWithTheRemedy binds a port first, as another program
 // would, and wants the demo to refuse to start with the address, what the
 // demo needs it for, the likely culprit and the way out.
-func TestABusyPortIsNamedWithWhatToDo(t *testing.T) {
+func TestABusyPortIsNamedWithTheRemedy(t *testing.T) {
 	held, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +58,8 @@ func TestABusyPortIsNamedWithWhatToDo(t *testing.T) {
 // address the demo or its control plane binds, each with a suspect.
 func TestTheDemoChecksEveryPortItBinds(t *testing.T) {
 	want := []string{"127.0.0.1:6443", "127.0.0.1:2379", "127.0.0.1:2380", "127.0.0.1:10257", "127.0.0.1:10250",
-		"127.0.0.1:4222", controllerAddr, prometheusAddr}
+		"127.0.0.1:4222", controllerAddr, prometheusAddr, "127.0.0.1:8089", "127.0.0.1:9091", "127.0.0.1:8082",
+		"127.0.0.1:9092", "127.0.0.1:8083", "127.0.0.1:8090", "127.0.0.1:8084", "127.0.0.1:8081"}
 	got := map[string]port{}
 	for _, p := range demoPorts(true) {
 		got[p.addr] = p

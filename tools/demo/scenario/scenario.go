@@ -1,6 +1,8 @@
-// Package scenario is the demo's set of runs: the recipes in examples/demo,
-// the Agents launched against them, what each must end as, and the summary
-// table. The demo shows it live; the e2e suite asserts it.
+// Package scenario is the demo's story: the recipes in examples/demo, the
+// Agents launched against them, what each must end as, and the summary
+// table; then a batch run (batch.go), a realtime session (realtime.go) and
+// an Omnia rollout (omnia.go), each as the stages it goes through. The
+// demo shows it live; the e2e suite asserts it.
 package scenario
 
 import (

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/tools/demo/scenario"
+)
+
+// The batch side's addresses: tools/fakevendor standing in for the
+// vendors' batch APIs, and batch-poller's gRPC server and its one port
+// for /metrics and the probes.
+const (
+	fakeVendorAddr       = "127.0.0.1:8089"
+	batchPollerGRPCAddr  = "127.0.0.1:9091"
+	batchPollerHTTPAddr  = "127.0.0.1:8082"
+	batchPollSeconds     = "1"
+	batchCallerNamespace = "default"
+	batchCallerName      = "agent-controller"
+)
+
+// startBatch starts the fake vendor server and batch-poller, and returns
+// the agent-controller's flags for batch runs. Outside a pod the
+// controller has no projected token, so it requests one for the
+// ServiceAccount default/agent-controller, the one caller batch-poller
+// admits (docs/batch-poller.md, "Callers").
+func startBatch(ctx context.Context, c client.Client, state, bin, kubeconfig, natsURL string) ([]string, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: batchCallerNamespace, Name: batchCallerName}}
+	if err := c.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("create the batch caller's ServiceAccount: %w", err)
+	}
+	if _, err := spawn(state, "fakevendor", filepath.Join(bin, "fakevendor"), []string{
+		"--addr", fakeVendorAddr, "--api-key", scenario.BatchAPIKey, "--polls", "2"}, nil); err != nil {
+		return nil, err
+	}
+	if err := newWaiter(200*time.Millisecond).wait(ctx, "the fake vendor server on "+fakeVendorAddr, 20*time.Second, tcpUp(fakeVendorAddr)); err != nil {
+		return nil, fmt.Errorf("fakevendor did not start (log %s): %w", filepath.Join(state, "logs", "fakevendor.log"), err)
+	}
+	vendorURL := "http://" + fakeVendorAddr
+	if _, err := spawn(state, "batch-poller", filepath.Join(bin, "batch-poller"), []string{
+		"--kubeconfig", kubeconfig, "--grpc-bind-address", batchPollerGRPCAddr,
+		"--metrics-bind-address", batchPollerHTTPAddr, "--health-probe-bind-address", batchPollerHTTPAddr,
+		"--batch-poll-seconds", batchPollSeconds, "--nats-url", natsURL,
+		"--allowed-callers", "system:serviceaccount:" + batchCallerNamespace + ":" + batchCallerName,
+		// The vendors' SDKs, pointed at the fake vendor server.
+		"--anthropic-base-url", vendorURL + "/", "--openai-base-url", vendorURL + "/v1/", "--gemini-base-url", vendorURL + "/",
+	}, nil); err != nil {
+		return nil, err
+	}
+	readyz := "http://" + batchPollerHTTPAddr + "/readyz"
+	if err := newWaiter(300*time.Millisecond).wait(ctx, "batch-poller to be ready ("+readyz+")", 30*time.Second, httpOK(readyz)); err != nil {
+		return nil, fmt.Errorf("batch-poller is not ready (log %s): %w", filepath.Join(state, "logs", "batch-poller.log"), err)
+	}
+	return []string{"--batch-enabled", "--batch-poller-address", batchPollerGRPCAddr, "--batch-poll-seconds", batchPollSeconds,
+		"--batch-poller-service-account", batchCallerNamespace + "/" + batchCallerName}, nil
+}
+
+// showBatch launches the batch run and shows each of its stages as it
+// reaches it, then batch-poller's count of vendor polls.
+func showBatch(ctx context.Context, c client.Client) error {
+	if err := scenario.ApplyBatch(ctx, c, demoNamespace, os.Stdout); err != nil {
+		return err
+	}
+	a, err := showStages(ctx, c, scenario.BatchRun, scenario.BatchStages, 2*time.Minute)
+	if err != nil {
+		return err
+	}
+	metrics := "http://" + batchPollerHTTPAddr + "/metrics"
+	polls, errP := metricSum(metrics, `batch_poller_vendor_calls_total{op="poll",outcome="ok"`)
+	deletes, errD := metricSum(metrics, `batch_poller_vendor_calls_total{op="delete",outcome="ok"`)
+	if errP == nil && errD == nil {
+		fmt.Printf("  batch-poller polled the vendor %g times and deleted %g batch at the provider (batch_poller_vendor_calls_total, %s)\n", polls, deletes, metrics)
+	}
+	if why := scenario.CheckBatch(a); why != "" {
+		return fmt.Errorf("the batch run did not end as promised: %s", why)
+	}
+	fmt.Println("  the batch run ended as its recipe promises")
+	return nil
+}
+
+// showStages waits for the Agent name of the demo namespace to reach each
+// stage in turn, printing each as it is reached, and returns the Agent as
+// the last stage saw it.
+func showStages(ctx context.Context, c client.Client, name string, stages []scenario.Stage, within time.Duration) (*agentsv1alpha1.Agent, error) {
+	a := &agentsv1alpha1.Agent{}
+	for _, st := range stages {
+		err := newWaiter(300*time.Millisecond).wait(ctx, name+" to be "+st.What, within, func(ctx context.Context) error {
+			if err := c.Get(ctx, types.NamespacedName{Namespace: demoNamespace, Name: name}, a); err != nil {
+				return err
+			}
+			if !st.Reached(a) {
+				return fmt.Errorf("phase %s", phaseOf(a))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		fmt.Printf("  %-15s ── %s: %s\n", name, st.What, st.Show(a))
+	}
+	return a, nil
+}
+
+// metricSum fetches a Prometheus text exposition from url and sums the
+// samples whose series starts with prefix (a metric name and, optionally,
+// its first labels).
+func metricSum(url, prefix string) (float64, error) {
+	resp, err := probeClient.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s: HTTP %d", url, resp.StatusCode)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	return sumSeries(string(raw), prefix), nil
+}
+
+// sumSeries sums the samples of text whose series starts with prefix.
+func sumSeries(text, prefix string) float64 {
+	sum := 0.0
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "#") || !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
