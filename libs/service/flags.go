@@ -86,41 +86,42 @@ func (f *FlagSet) record(name string) {
 	f.flags = append(f.flags, Flag{Name: name, Env: EnvName(name), Default: fl.DefValue, Usage: fl.Usage, Group: f.group})
 }
 
+// define defines a flag of type T on the underlying flag.FlagSet with set
+// (its method for T) and records it, as every typed XxxVar below does.
+func define[T any](f *FlagSet, set func(p *T, name string, def T, usage string), p *T, name string, def T, usage string) {
+	set(p, name, def, usage)
+	f.record(name)
+}
+
 // StringVar registers a string flag.
 func (f *FlagSet) StringVar(p *string, name, def, usage string) {
-	f.fs.StringVar(p, name, def, usage)
-	f.record(name)
+	define(f, f.fs.StringVar, p, name, def, usage)
 }
 
 // BoolVar registers a boolean flag; the flag and its variable accept what
 // strconv.ParseBool accepts (1, t, true, 0, f, false, ...).
 func (f *FlagSet) BoolVar(p *bool, name string, def bool, usage string) {
-	f.fs.BoolVar(p, name, def, usage)
-	f.record(name)
+	define(f, f.fs.BoolVar, p, name, def, usage)
 }
 
 // IntVar registers an integer flag.
 func (f *FlagSet) IntVar(p *int, name string, def int, usage string) {
-	f.fs.IntVar(p, name, def, usage)
-	f.record(name)
+	define(f, f.fs.IntVar, p, name, def, usage)
 }
 
 // Int64Var registers a 64-bit integer flag.
 func (f *FlagSet) Int64Var(p *int64, name string, def int64, usage string) {
-	f.fs.Int64Var(p, name, def, usage)
-	f.record(name)
+	define(f, f.fs.Int64Var, p, name, def, usage)
 }
 
 // Float64Var registers a floating-point flag.
 func (f *FlagSet) Float64Var(p *float64, name string, def float64, usage string) {
-	f.fs.Float64Var(p, name, def, usage)
-	f.record(name)
+	define(f, f.fs.Float64Var, p, name, def, usage)
 }
 
 // DurationVar registers a duration flag (time.ParseDuration syntax).
 func (f *FlagSet) DurationVar(p *time.Duration, name string, def time.Duration, usage string) {
-	f.fs.DurationVar(p, name, def, usage)
-	f.record(name)
+	define(f, f.fs.DurationVar, p, name, def, usage)
 }
 
 // Var registers a flag of a custom type.

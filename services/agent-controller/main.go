@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	kevents "k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,7 +74,14 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(rc)
+	// Built-in kinds (Jobs, pods, Events, Secrets, Leases) travel as
+	// protobuf, cheaper than JSON to encode and decode on both ends; the
+	// controller-runtime client keeps JSON, which Agents and the other
+	// custom kinds need.
+	kcfg := rest.CopyConfig(rc)
+	kcfg.ContentType = runtime.ContentTypeProtobuf
+	kcfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	kube, err := kubernetes.NewForConfig(kcfg)
 	if err != nil {
 		return fmt.Errorf("clientset: %w", err)
 	}

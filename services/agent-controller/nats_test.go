@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,38 +28,16 @@ import (
 // and a run's Secret holds a credential the server accepts for that run's
 // events and refuses for another run's.
 func TestRunsPublishWithTheCredentialTheBinaryMints(t *testing.T) {
-	auth, err := natsauth.NewAuthority()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := eventstest.StartSecured(t, auth)
-	dir := t.TempDir()
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	seed, err := auth.SigningSeed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := auth.Issuer().ServiceCredentials("agent-controller", time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, natsArgs := securedNATS(t)
 	raw, err := env.KubeconfigFor("nats-minter")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ns := env.Namespace(t)
-	startRun(t,
-		"--kubeconfig="+write("kubeconfig", raw), "--pod-name=minter", "--pod-namespace="+ns, "--watch-namespace="+ns,
-		"--metrics-bind-address="+testenv.FreeAddr(t), "--health-probe-bind-address="+testenv.FreeAddr(t), "--shutdown-timeout=5s",
-		"--leader-elect=false", "--poll-interval=1s", "--nats-url="+srv.URL(),
-		"--nats-account-seed-file="+write("seed", seed), "--nats-account="+auth.AccountPublicKey(),
-		"--nats-creds-file="+write("agent-controller.creds", svc))
+	startRun(t, append([]string{
+		"--kubeconfig=" + eventstest.WriteFile(t, "kubeconfig", raw), "--pod-name=minter", "--pod-namespace=" + ns, "--watch-namespace=" + ns,
+		"--metrics-bind-address=" + testenv.FreeAddr(t), "--health-probe-bind-address=" + testenv.FreeAddr(t), "--shutdown-timeout=5s",
+		"--leader-elect=false", "--poll-interval=1s"}, natsArgs...)...)
 
 	ctx := context.Background()
 	eventually(t, "the event stream created by the controller", func() error {

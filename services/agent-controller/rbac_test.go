@@ -103,6 +103,16 @@ func phaseIs(ns, name string, phase agentsv1alpha1.AgentPhase) func() error {
 // a secured NATS server for the controller's own connection.
 func natsRunArgs(t *testing.T) []string {
 	t.Helper()
+	_, args := securedNATS(t)
+	return args
+}
+
+// securedNATS starts a NATS server that admits only the users of a new
+// authority, and returns it with the controller's NATS flags: the
+// server, the controller's service credential, and the signing-key seed
+// and account it mints the runs' credentials with.
+func securedNATS(t *testing.T) (*eventstest.Server, []string) {
+	t.Helper()
 	auth, err := natsauth.NewAuthority()
 	if err != nil {
 		t.Fatal(err)
@@ -116,12 +126,8 @@ func natsRunArgs(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seedFile := filepath.Join(t.TempDir(), "seed")
-	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return []string{"--nats-url=" + srv.URL(), "--nats-creds-file=" + eventstest.WriteCreds(t, svc),
-		"--nats-account-seed-file=" + seedFile, "--nats-account=" + auth.AccountPublicKey()}
+	return srv, []string{"--nats-url=" + srv.URL(), "--nats-creds-file=" + eventstest.WriteFile(t, "agent-controller.creds", svc),
+		"--nats-account-seed-file=" + eventstest.WriteFile(t, "seed", seed), "--nats-account=" + auth.AccountPublicKey()}
 }
 
 // squatTokenSecret makes, in a namespace of its own, a realtime Agent and

@@ -36,15 +36,7 @@ func TestFlagRules(t *testing.T) {
 		t.Run(c.rule, func(t *testing.T) {
 			fs, o := newFlagSet(func(k string) string { return c.env[k] })
 			err := fs.Parse(c.args, io.Discard)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("got %v, want an error naming %s", err, c.wantErr)
-				}
-				return
-			}
-			if err != nil || !c.check(o) {
-				t.Fatalf("got %+v, %v", o, err)
-			}
+			servicetest.CheckParsed(t, o, err, c.wantErr, c.check)
 		})
 	}
 }

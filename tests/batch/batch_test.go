@@ -133,7 +133,7 @@ func TestReplacePreemptsTheOldestRunningBatch(t *testing.T) {
 	waitFor(t, ns, "new", 30*time.Second, "submitted", func(a *agentsv1alpha1.Agent) bool { return a.Status.BatchID != "" })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "old"}, &agentsv1alpha1.Agent{})
+		err := suite.Env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "old"}, &agentsv1alpha1.Agent{})
 		if client.IgnoreNotFound(err) == nil && err != nil {
 			break
 		}
@@ -219,11 +219,11 @@ func TestAFallbackWaitsForAStationSlot(t *testing.T) {
 	// Both slots are held; the Station then shrinks to one, so when a
 	// times out, b holds the only slot.
 	station := &agentsv1alpha1.Station{}
-	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "shared"}, station); err != nil {
+	if err := suite.Env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "shared"}, station); err != nil {
 		t.Fatal(err)
 	}
 	station.Spec.MaxConcurrentRuns = 1
-	if err := env.Client.Update(context.Background(), station); err != nil {
+	if err := suite.Env.Client.Update(context.Background(), station); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, ns, "a", 30*time.Second, "batchFallback", func(a *agentsv1alpha1.Agent) bool { return a.Status.BatchFallback })
@@ -231,7 +231,7 @@ func TestAFallbackWaitsForAStationSlot(t *testing.T) {
 	if a := get(t, ns, "a"); a.Status.Phase != agentsv1alpha1.PhaseRunning || a.Status.JobName != "" {
 		t.Fatalf("with the Station full the fallback must wait in Running without a Job: %+v", a.Status)
 	}
-	if err := env.Client.Delete(context.Background(), get(t, ns, "b")); err != nil {
+	if err := suite.Env.Client.Delete(context.Background(), get(t, ns, "b")); err != nil {
 		t.Fatal(err)
 	}
 	a := waitFor(t, ns, "a", 90*time.Second, "terminal", terminal)

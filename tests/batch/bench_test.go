@@ -35,7 +35,7 @@ func TestBenchBatchCompletionToSucceeded(t *testing.T) {
 	configureVendor(t, func(o *fakevendor.Options) { o.Delay = delay; o.PollsUntilEnded = 0 })
 	ns := namespace(t)
 	recipe(t, ns, "bench", recipeOpts{})
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	wc, err := client.NewWithWatch(suite.Env.Config, client.Options{Scheme: suite.Env.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

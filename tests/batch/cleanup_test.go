@@ -35,7 +35,7 @@ func TestDeletingAnAgentInFlightCancelsAndDeletesItsBatch(t *testing.T) {
 			if !atProvider(before, a) {
 				t.Fatalf("batch %s not at the provider while in flight", a.Status.BatchID)
 			}
-			if err := env.Client.Delete(context.Background(), a); err != nil {
+			if err := suite.Env.Client.Delete(context.Background(), a); err != nil {
 				t.Fatal(err)
 			}
 			waitGone(t, ns, name)
@@ -50,7 +50,7 @@ func waitGone(t *testing.T, ns, name string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &agentsv1alpha1.Agent{})
+		err := suite.Env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &agentsv1alpha1.Agent{})
 		if err != nil && client.IgnoreNotFound(err) == nil {
 			return
 		}
@@ -136,7 +136,7 @@ func TestAnotherFinalizerSurvives(t *testing.T) {
 		t.Error("batch left at the provider")
 	}
 	// Let the namespace go.
-	if err := env.Client.Patch(context.Background(), a, client.RawPatch(types.JSONPatchType,
+	if err := suite.Env.Client.Patch(context.Background(), a, client.RawPatch(types.JSONPatchType,
 		[]byte(`[{"op":"test","path":"/metadata/finalizers/0","value":"`+other+`"},{"op":"remove","path":"/metadata/finalizers/0"}]`))); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func addOtherFinalizer(t *testing.T, ns, name, f string) {
 				`{"op":"add","path":"/metadata/finalizers","value":["` + f + `"]}]`
 		}
 		obj := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		if err := env.Client.Patch(context.Background(), obj, client.RawPatch(types.JSONPatchType, []byte(patch))); err == nil {
+		if err := suite.Env.Client.Patch(context.Background(), obj, client.RawPatch(types.JSONPatchType, []byte(patch))); err == nil {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -56,7 +56,7 @@ func TestSinkEventsAreSentOnceAcrossALeaderChange(t *testing.T) {
 	}
 
 	// The platform stream holds the same events once each.
-	stored := runs.Stored(t, natsURL, ns, "a", natsOpts...)
+	stored := runs.Stored(t, suite.NATSURL, ns, "a", natsOpts...)
 	ids := map[string]bool{}
 	for _, ev := range stored {
 		if ids[ev.GetId()] {

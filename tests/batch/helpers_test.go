@@ -35,10 +35,10 @@ type recipeOpts struct {
 // vendor's key.
 func namespace(t *testing.T) string {
 	t.Helper()
-	ns := env.Namespace(t)
+	ns := suite.Env.Namespace(t)
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: agentsv1alpha1.AgentSecretsName, Namespace: ns},
 		StringData: map[string]string{"ANTHROPIC_API_KEY": apiKey, "OPENAI_API_KEY": apiKey, "GEMINI_API_KEY": apiKey}}
-	if err := env.Client.Create(context.Background(), sec); err != nil {
+	if err := suite.Env.Client.Create(context.Background(), sec); err != nil {
 		t.Fatal(err)
 	}
 	return ns
@@ -69,7 +69,7 @@ func recipe(t *testing.T, ns, name string, o recipeOpts) {
 		Spec: agentsv1alpha1.StationSpec{AgentDefRef: name, DeadlineMinutes: 5, MaxConcurrentRuns: o.max, ConcurrencyPolicy: o.policy,
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "agentplane/runner:e2e"}}}}}}
 	for _, obj := range []client.Object{def, st} {
-		if err := env.Client.Create(context.Background(), obj); err != nil {
+		if err := suite.Env.Client.Create(context.Background(), obj); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -79,7 +79,7 @@ func launch(t *testing.T, ns, name, station, model string) {
 	t.Helper()
 	a := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: agentsv1alpha1.AgentSpec{StationRef: station, Model: model, Parameters: map[string]string{"topic": "tides"}}}
-	if err := env.Client.Create(context.Background(), a); err != nil {
+	if err := suite.Env.Client.Create(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -87,7 +87,7 @@ func launch(t *testing.T, ns, name, station, model string) {
 func get(t *testing.T, ns, name string) *agentsv1alpha1.Agent {
 	t.Helper()
 	a := &agentsv1alpha1.Agent{}
-	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, a); err != nil {
+	if err := suite.Env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, a); err != nil {
 		t.Fatal(err)
 	}
 	return a
@@ -96,7 +96,7 @@ func get(t *testing.T, ns, name string) *agentsv1alpha1.Agent {
 // waitFor polls the Agent until cond holds.
 func waitFor(t *testing.T, ns, name string, within time.Duration, what string, cond func(*agentsv1alpha1.Agent) bool) *agentsv1alpha1.Agent {
 	t.Helper()
-	return runs.WaitFor(t, env.Client, ns, name, within, what, cond, nil)
+	return runs.WaitFor(t, suite.Env.Client, ns, name, within, what, cond, nil)
 }
 
 func terminal(a *agentsv1alpha1.Agent) bool { return a.Status.Phase.IsTerminal() }
@@ -172,7 +172,7 @@ func leader(t *testing.T) string {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		l := &coordinationv1.Lease{}
-		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "agent-controller"}, l)
+		err := suite.Env.Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "agent-controller"}, l)
 		if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
 			return *l.Spec.HolderIdentity
 		}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/tests/internal/stack"
 	"github.com/agentplane/agentplane/tools/fakevendor"
 )
@@ -34,15 +33,10 @@ const (
 )
 
 var (
-	env     *testenv.Env
-	natsURL string
-	// natsAuth is what the suite's NATS clients authenticate with, and
-	// natsOpts connects one with its service credential.
-	natsAuth   *stack.NATS
+	// suite is the stack the suite runs on (stack.Main starts it).
+	suite *stack.Stack
+	// natsOpts connects a NATS client with the suite's service credential.
 	natsOpts   []nats.Option
-	binDir     string
-	work       string
-	kubeconfig string
 	vendor     *fakevendor.Server
 	vendorURL  string
 	pollerAddr string
@@ -62,8 +56,7 @@ func TestMain(m *testing.M) {
 		Suite: "batch", RootReason: "localnode runs fallback Jobs in private mount namespaces", KubeUser: "agentplane",
 		Packages: []string{"services/agent-controller", "services/batch-poller", "services/supervisor", "tools/mockagent"},
 	}, func(ctx context.Context, s *stack.Stack) int {
-		env, work, binDir, natsURL, kubeconfig = s.Env, s.Work, s.BinDir, s.NATSURL, s.Kubeconfig
-		natsAuth, natsOpts = s.NATS, s.NATS.Options()
+		suite, natsOpts = s, s.NATS.Options()
 		return run(ctx, m)
 	})
 }
@@ -78,7 +71,7 @@ func run(ctx context.Context, m *testing.M) int {
 	}
 	defer func() { _ = vendor.Close() }()
 
-	if pollerAuth, controllerAuth, err = stack.BatchCaller(ctx, env.Kube); err != nil {
+	if pollerAuth, controllerAuth, err = stack.BatchCaller(ctx, suite.Env.Kube); err != nil {
 		fmt.Fprintf(os.Stderr, "batch: %v\n", err)
 		return 1
 	}
@@ -114,12 +107,12 @@ func startPoller(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	pollerAddr = addrs[0]
-	pollerLog = filepath.Join(work, "batch-poller.log")
-	p, err := stack.StartProcess(ctx, pollerLog, filepath.Join(binDir, "batch-poller"), append([]string{
+	pollerLog = filepath.Join(suite.Work, "batch-poller.log")
+	p, err := stack.StartProcess(ctx, pollerLog, filepath.Join(suite.BinDir, "batch-poller"), append([]string{
 		"--grpc-bind-address", pollerAddr, "--metrics-bind-address", addrs[1], "--health-probe-bind-address", addrs[2],
-		"--kubeconfig", kubeconfig, "--batch-poll-seconds", fmt.Sprint(pollPeriod.Seconds()),
+		"--kubeconfig", suite.Kubeconfig, "--batch-poll-seconds", fmt.Sprint(pollPeriod.Seconds()),
 		"--anthropic-base-url", vendorURL + "/", "--openai-base-url", vendorURL + "/v1/", "--gemini-base-url", vendorURL + "/"},
-		append(pollerAuth, natsAuth.ServiceArgs()...)...)...)
+		append(pollerAuth, suite.NATS.ServiceArgs()...)...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -137,17 +130,17 @@ func startReplica(ctx context.Context, id string) error {
 		return err
 	}
 	metricsAddr, healthAddr := addrs[0], addrs[1]
-	path := filepath.Join(work, "agent-controller-"+id+".log")
+	path := filepath.Join(suite.Work, "agent-controller-"+id+".log")
 	replicaLog[id] = path
 	replicaAddr[id] = metricsAddr
-	p, err := stack.StartProcess(ctx, path, filepath.Join(binDir, "agent-controller"), append([]string{
-		"--kubeconfig", kubeconfig, "--pod-name", id, "--leader-elect=true", "--leader-election-namespace", "default",
+	p, err := stack.StartProcess(ctx, path, filepath.Join(suite.BinDir, "agent-controller"), append([]string{
+		"--kubeconfig", suite.Kubeconfig, "--pod-name", id, "--leader-elect=true", "--leader-election-namespace", "default",
 		"--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s", "--leader-elect-retry-period", "500ms",
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", healthAddr,
-		"--poll-interval", "2s", "--supervisor-path", filepath.Join(binDir, "supervisor"),
+		"--poll-interval", "2s", "--supervisor-path", filepath.Join(suite.BinDir, "supervisor"),
 		"--log-level", "debug",
 		"--batch-enabled", "--batch-poller-address", pollerAddr, "--batch-poll-seconds", fmt.Sprint(controllerPoll.Seconds()),
-		"--batch-timeout-unit", timeoutUnit.String(), "--batch-cleanup-backoff", "200ms"}, append(controllerAuth, natsAuth.ControllerArgs()...)...)...)
+		"--batch-timeout-unit", timeoutUnit.String(), "--batch-cleanup-backoff", "200ms"}, append(controllerAuth, suite.NATS.ControllerArgs()...)...)...)
 	if err != nil {
 		return err
 	}

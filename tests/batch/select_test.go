@@ -97,7 +97,7 @@ func TestOutputSelectFiltersWhatABatchRunsSinksGet(t *testing.T) {
 			if got := s.waitLifecycles(t, c.agent, 2); !slices.Equal(got, []string{"agent/started", "agent/succeeded"}) {
 				t.Fatalf("the sink got lifecycle events %v, want agent/started and agent/succeeded", got)
 			}
-			stored := runs.Stored(t, natsURL, ns, c.agent, natsOpts...)
+			stored := runs.Stored(t, suite.NATSURL, ns, c.agent, natsOpts...)
 			want, dropped := selectedIDs(stored, c.keep)
 			if dropped == 0 {
 				t.Fatalf("every CLI line of the stream is selected, so the filter cannot be seen: %d events", len(stored))

@@ -22,11 +22,11 @@ func TestARecipeEditedAfterSubmitDoesNotStrandItsBatch(t *testing.T) {
 	launch(t, ns, "a", "edited", "")
 	waitFor(t, ns, "a", 30*time.Second, "submitted", func(a *agentsv1alpha1.Agent) bool { return a.Status.BatchID != "" })
 	def := &agentsv1alpha1.AgentDefinition{}
-	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "edited"}, def); err != nil {
+	if err := suite.Env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "edited"}, def); err != nil {
 		t.Fatal(err)
 	}
 	def.Spec.Model = "gpt-5-codex"
-	if err := env.Client.Update(context.Background(), def); err != nil {
+	if err := suite.Env.Client.Update(context.Background(), def); err != nil {
 		t.Fatal(err)
 	}
 	a := waitFor(t, ns, "a", 60*time.Second, "terminal and cleaned up", cleanedUp)

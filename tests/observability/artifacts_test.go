@@ -41,7 +41,7 @@ type target struct {
 // dashboardQueries reads every panel target of deploy/dashboards/*.json.
 func dashboardQueries(t *testing.T) []query {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(env.RepoRoot, "deploy", "dashboards", "*.json"))
+	files, err := filepath.Glob(filepath.Join(suite.Env.RepoRoot, "deploy", "dashboards", "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no dashboards in deploy/dashboards (%v)", err)
 	}

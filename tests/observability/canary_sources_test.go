@@ -16,12 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/agentplane/agentplane/tests/internal/runs"
 )
 
 // item is one searched thing: where it came from and its bytes.
@@ -56,7 +57,7 @@ func componentLogs(t *testing.T) []item {
 // file per container instance): the run pods' stdout and stderr.
 func podLogs(t *testing.T) []item {
 	var paths []string
-	err := filepath.WalkDir(filepath.Join(work, "node", "logs"), func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join(suite.Work, "node", "logs"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			paths = append(paths, p)
 		}
@@ -72,11 +73,11 @@ func podLogs(t *testing.T) []item {
 // namespaces, and returns each one's status.
 func statuses(t *testing.T, group string) []item {
 	ctx := context.Background()
-	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	dc, err := discovery.NewDiscoveryClientForConfig(suite.Env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dyn, err := dynamic.NewForConfig(env.Config)
+	dyn, err := dynamic.NewForConfig(suite.Env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,11 +136,11 @@ func workloads(t *testing.T) []item {
 			out = append(out, item{where: fmt.Sprintf("%s %s/%s", kind, m.Metadata.Namespace, m.Metadata.Name), data: raw})
 		}
 	}
-	pods, err := env.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	pods, err := suite.Env.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	add("Pod", pods, err)
-	jobs, err := env.Kube.BatchV1().Jobs("").List(ctx, metav1.ListOptions{})
+	jobs, err := suite.Env.Kube.BatchV1().Jobs("").List(ctx, metav1.ListOptions{})
 	add("Job", jobs, err)
-	cms, err := env.Kube.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
+	cms, err := suite.Env.Kube.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
 	add("ConfigMap", cms, err)
 	return out
 }
@@ -150,7 +151,7 @@ func settle(t *testing.T, ns string) {
 	ctx := context.Background()
 	last, since, deadline := -1, time.Now(), time.Now().Add(20*time.Second)
 	for time.Since(since) < 2*time.Second && time.Now().Before(deadline) {
-		evs, err := env.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		evs, err := suite.Env.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +165,7 @@ func settle(t *testing.T, ns string) {
 func kubeEvents(t *testing.T) []item {
 	ctx := context.Background()
 	var out []item
-	core, err := env.Kube.CoreV1().Events("").List(ctx, metav1.ListOptions{})
+	core, err := suite.Env.Kube.CoreV1().Events("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func kubeEvents(t *testing.T) []item {
 		b, _ := json.Marshal(e)
 		out = append(out, item{where: fmt.Sprintf("core/v1 Event %s/%s (%s on %s)", e.Namespace, e.Name, e.Reason, e.InvolvedObject.Name), data: b})
 	}
-	evs, err := env.Kube.EventsV1().Events("").List(ctx, metav1.ListOptions{})
+	evs, err := suite.Env.Kube.EventsV1().Events("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,15 +189,8 @@ func kubeEvents(t *testing.T) []item {
 // streamMessages reads every message of every JetStream stream (KV
 // buckets and object stores are streams too) with an ordered consumer.
 func streamMessages(t *testing.T) []item {
-	nc, err := nats.Connect(natsURL, natsOpts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := runs.Connect(t, suite.NATSURL, natsOpts...)
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out []item

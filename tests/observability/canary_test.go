@@ -47,7 +47,7 @@ import (
 // in logs, status, events or messages).
 func TestNoSecretValueLeaksAnywhere(t *testing.T) {
 	canary := newCanary(t)
-	ns := env.Namespace(t)
+	ns := suite.Env.Namespace(t)
 	hook := newCanaryServer(t)
 	ctx := context.Background()
 
@@ -64,7 +64,7 @@ func TestNoSecretValueLeaksAnywhere(t *testing.T) {
 		Labels: map[string]string{"omnia.altairalabs.ai/type": "credentials"}},
 		StringData: map[string]string{"ANTHROPIC_API_KEY": canary}}
 	for _, o := range []client.Object{sec, cred} {
-		if err := env.Client.Create(ctx, o); err != nil {
+		if err := suite.Env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -87,7 +87,7 @@ func TestNoSecretValueLeaksAnywhere(t *testing.T) {
 				Resources: withSecrets(&agentsv1alpha1.ConversationSpec{Source: hook.url + "/store", Pin: "canary-pin", HeadersSecret: "store-headers"}),
 				Output:    sinks("sink-headers")})
 			launch(t, ns, "canary-job", "canary-job")
-			mustSucceed(t, runs.WaitFor(t, env.Client, ns, "canary-job", 3*time.Minute, "terminal", terminal, nil))
+			mustSucceed(t, runs.WaitFor(t, suite.Env.Client, ns, "canary-job", 3*time.Minute, "terminal", terminal, nil))
 		})
 		outer.Run("a batch run", func(t *testing.T) {
 			t.Parallel()
@@ -97,7 +97,7 @@ func TestNoSecretValueLeaksAnywhere(t *testing.T) {
 				Execution: agentsv1alpha1.ExecutionBatch, Batch: &agentsv1alpha1.BatchSpec{MaxTokens: 256, TimeoutMinutes: 30},
 				Output: sinks("")})
 			launch(t, ns, "canary-batch", "canary-batch")
-			mustSucceed(t, runs.WaitFor(t, env.Client, ns, "canary-batch", 2*time.Minute, "terminal", terminal, nil))
+			mustSucceed(t, runs.WaitFor(t, suite.Env.Client, ns, "canary-batch", 2*time.Minute, "terminal", terminal, nil))
 		})
 		outer.Run("a realtime session", func(t *testing.T) {
 			t.Parallel()
@@ -132,7 +132,7 @@ func TestNoSecretValueLeaksAnywhere(t *testing.T) {
 				t.Errorf("the http sink got no payload of %s", a)
 			}
 		}
-		pods, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		pods, err := suite.Env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func TestNoSecretValueLeaksAnywhere(t *testing.T) {
 	secrets := map[string]string{"canary": canary, "apiKey": apiKey}
 	// The NATS credentials are secrets too: the platform's, and each run's
 	// (seed and JWT), which only its run's supervisor may hold.
-	platformNATS, err := natsAuth.Secrets()
+	platformNATS, err := suite.NATS.Secrets()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestNoSecretValueLeaksAnywhere(t *testing.T) {
 // Agent names.
 func runCredentials(t *testing.T, ns string, secrets map[string]string) []string {
 	t.Helper()
-	list, err := env.Kube.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{})
+	list, err := suite.Env.Kube.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func canaryRealtime(t *testing.T, ns string, def agentsv1alpha1.AgentDefinitionS
 	}
 	defer unlock()
 	station(t, ns, "canary-chat", def)
-	caller := runs.PromptCaller(t, env.Kube, ns, "alice", true)
+	caller := runs.PromptCaller(t, suite.Env.Kube, ns, "alice", true)
 	waitTokenAccepted(t, caller)
 	launch(t, ns, "canary-chat", "canary-chat")
 	conn, err := grpc.NewClient(gatewayAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -308,7 +308,7 @@ func canaryRealtime(t *testing.T, ns string, def agentsv1alpha1.AgentDefinitionS
 	if _, err := c.Close(as(caller), &realtimev1.CloseRequest{Agent: ref}); err != nil {
 		t.Fatal(err)
 	}
-	mustSucceed(t, runs.WaitFor(t, env.Client, ns, "canary-chat", time.Minute, "terminal", terminal, nil))
+	mustSucceed(t, runs.WaitFor(t, suite.Env.Client, ns, "canary-chat", time.Minute, "terminal", terminal, nil))
 	return answer
 }
 
@@ -341,7 +341,7 @@ func promptAnswer(t *testing.T, c realtimev1.PromptServiceClient, token string, 
 func waitTokenAccepted(t *testing.T, token string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		tr, err := env.Kube.AuthenticationV1().TokenReviews().Create(context.Background(), &authenticationv1.TokenReview{
+		tr, err := suite.Env.Kube.AuthenticationV1().TokenReviews().Create(context.Background(), &authenticationv1.TokenReview{
 			Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: []string{runs.GatewayAudience}}}, metav1.CreateOptions{})
 		if err == nil && tr.Status.Authenticated {
 			return
@@ -360,12 +360,12 @@ func canaryProvider(t *testing.T, ns string) {
 	p := &omniav1alpha1.Provider{ObjectMeta: metav1.ObjectMeta{Name: "canary-claude", Namespace: ns},
 		Spec: omniav1alpha1.ProviderSpec{Type: "claude", Model: "claude-sonnet-4-5",
 			Credential: &omniav1alpha1.CredentialConfig{SecretRef: &omniav1alpha1.SecretKeyRef{Name: "canary-credentials", Key: ptr.To("ANTHROPIC_API_KEY")}}}}
-	if err := env.Client.Create(ctx, p); err != nil {
+	if err := suite.Env.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: p.Name}, p)
+		err := suite.Env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: p.Name}, p)
 		if err == nil && len(p.Status.Conditions) > 0 {
 			return
 		}

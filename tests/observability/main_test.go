@@ -22,7 +22,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/tests/internal/stack"
 	"github.com/agentplane/agentplane/tools/fakevendor"
 )
@@ -35,15 +34,10 @@ const (
 )
 
 var (
-	env     *testenv.Env
-	natsURL string
-	// natsAuth is what the suite's NATS clients authenticate with, and
-	// natsOpts connects one with its service credential.
-	natsAuth   *stack.NATS
-	natsOpts   []nats.Option
-	binDir     string
-	work       string
-	kubeconfig string
+	// suite is the stack the suite runs on (stack.Main starts it).
+	suite *stack.Stack
+	// natsOpts connects a NATS client with the suite's service credential.
+	natsOpts []nats.Option
 	// targets are the services' /metrics addresses by scrape job name.
 	targets = map[string]string{}
 	logs    = map[string]string{}
@@ -58,8 +52,7 @@ func TestMain(m *testing.M) {
 		Packages: []string{"services/agent-controller", "services/batch-poller", "services/realtime-gateway",
 			"services/omnia-controllers/cmd/omnia-controllers", "services/supervisor", "tools/mockagent"},
 	}, func(ctx context.Context, s *stack.Stack) int {
-		env, work, binDir, natsURL, kubeconfig = s.Env, s.Work, s.BinDir, s.NATSURL, s.Kubeconfig
-		natsAuth, natsOpts = s.NATS, s.NATS.Options()
+		suite, natsOpts = s, s.NATS.Options()
 		code, err := run(ctx, m)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "observability: %v\n", err)
@@ -77,7 +70,7 @@ func run(ctx context.Context, m *testing.M) (int, error) {
 		return 0, fmt.Errorf("fakevendor: %w", err)
 	}
 	defer func() { _ = vendor.Close() }()
-	if err := stack.CreateRealtimeKey(ctx, env.Kube, platformNS); err != nil {
+	if err := stack.CreateRealtimeKey(ctx, suite.Env.Kube, platformNS); err != nil {
 		return 0, err
 	}
 	var procs []*stack.Process
@@ -95,7 +88,7 @@ func run(ctx context.Context, m *testing.M) (int, error) {
 		}
 		procs = append(procs, p)
 	}
-	if prom, err = startPrometheus(ctx, filepath.Join(work, "prometheus"), targets); err != nil {
+	if prom, err = startPrometheus(ctx, filepath.Join(suite.Work, "prometheus"), targets); err != nil {
 		return 0, err
 	}
 	defer prom.stop()
@@ -109,7 +102,7 @@ func run(ctx context.Context, m *testing.M) (int, error) {
 	return code, nil
 }
 
-// startService starts the binary job of binDir with its metrics on a free
+// startService starts the binary job of suite.BinDir with its metrics on a free
 // address, registered as the scrape target of job.
 func startService(ctx context.Context, job string, args ...string) (*stack.Process, error) {
 	addrs, err := stack.FreeAddrs(2)
@@ -117,10 +110,10 @@ func startService(ctx context.Context, job string, args ...string) (*stack.Proce
 		return nil, err
 	}
 	targets[job] = addrs[0]
-	path := filepath.Join(work, job+".log")
+	path := filepath.Join(suite.Work, job+".log")
 	logs[job] = path
-	args = append(args, "--kubeconfig", kubeconfig, "--metrics-bind-address", addrs[0], "--health-probe-bind-address", addrs[1])
-	p, err := stack.StartProcess(ctx, path, filepath.Join(binDir, job), args...)
+	args = append(args, "--kubeconfig", suite.Kubeconfig, "--metrics-bind-address", addrs[0], "--health-probe-bind-address", addrs[1])
+	p, err := stack.StartProcess(ctx, path, filepath.Join(suite.BinDir, job), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -143,21 +136,21 @@ func startPoller(ctx context.Context, vendorURL string) (*stack.Process, error) 
 		return nil, err
 	}
 	pollerAddr = addrs[0]
-	pollerAuth, ctlAuth, err := stack.BatchCaller(ctx, env.Kube)
+	pollerAuth, ctlAuth, err := stack.BatchCaller(ctx, suite.Env.Kube)
 	if err != nil {
 		return nil, err
 	}
 	controllerAuth = ctlAuth
 	return startService(ctx, "batch-poller", append([]string{"--grpc-bind-address", pollerAddr, "--batch-poll-seconds", "0.5",
 		"--anthropic-base-url", vendorURL + "/", "--openai-base-url", vendorURL + "/v1/", "--gemini-base-url", vendorURL + "/"},
-		append(pollerAuth, natsAuth.ServiceArgs()...)...)...)
+		append(pollerAuth, suite.NATS.ServiceArgs()...)...)...)
 }
 
 func startController(ctx context.Context, _ string) (*stack.Process, error) {
 	return startService(ctx, "agent-controller", append([]string{"--leader-elect=false", "--poll-interval", "2s",
-		"--supervisor-path", filepath.Join(binDir, "supervisor"), "--log-level", "debug",
+		"--supervisor-path", filepath.Join(suite.BinDir, "supervisor"), "--log-level", "debug",
 		"--batch-enabled", "--batch-poller-address", pollerAddr, "--batch-poll-seconds", "1", "--batch-timeout-unit", "2s",
-		"--realtime-enabled", "--realtime-key-namespace", platformNS}, append(controllerAuth, natsAuth.ControllerArgs()...)...)...)
+		"--realtime-enabled", "--realtime-key-namespace", platformNS}, append(controllerAuth, suite.NATS.ControllerArgs()...)...)...)
 }
 
 func startGateway(ctx context.Context, _ string) (*stack.Process, error) {

@@ -24,7 +24,7 @@ func TestDashboardsAndRulesOnARealPrometheus(t *testing.T) {
 		for name, f := range map[string]func(*testing.T, string){
 			"the demo's Job runs": jobRuns, "a batch run": batchRun, "a realtime session": realtimeRun, "an Omnia AgentRuntime": omniaRuntime,
 		} {
-			ns := env.Namespace(t)
+			ns := suite.Env.Namespace(t)
 			outer.Run(name, func(t *testing.T) {
 				t.Parallel()
 				f(t, ns)
@@ -143,7 +143,7 @@ func TestDashboardsAndRulesOnARealPrometheus(t *testing.T) {
 	})
 
 	t.Run("promtool test rules: every alert fires and resolves as its runbook says", func(t *testing.T) {
-		tests, err := filepath.Glob(filepath.Join(env.RepoRoot, "deploy", "prometheus", "tests", "*.test.yaml"))
+		tests, err := filepath.Glob(filepath.Join(suite.Env.RepoRoot, "deploy", "prometheus", "tests", "*.test.yaml"))
 		if err != nil || len(tests) == 0 {
 			t.Fatalf("no rule tests in deploy/prometheus/tests (%v)", err)
 		}

@@ -49,7 +49,7 @@ func binary(env, name string) (string, error) {
 
 // rulesFiles are the rule files the repository ships.
 func rulesFiles() ([]string, error) {
-	files, err := filepath.Glob(filepath.Join(env.RepoRoot, "deploy", "prometheus", "*.rules.yaml"))
+	files, err := filepath.Glob(filepath.Join(suite.Env.RepoRoot, "deploy", "prometheus", "*.rules.yaml"))
 	if err == nil && len(files) == 0 {
 		err = errors.New("no rule files in deploy/prometheus")
 	}

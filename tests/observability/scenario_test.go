@@ -35,14 +35,14 @@ import (
 
 func jobRuns(t *testing.T, ns string) {
 	ctx := context.Background()
-	if err := scenario.Apply(ctx, env.Client, ns, filepath.Join(env.RepoRoot, "examples", "demo"), io.Discard); err != nil {
+	if err := scenario.Apply(ctx, suite.Env.Client, ns, filepath.Join(suite.Env.RepoRoot, "examples", "demo"), io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if err := scenario.Launch(ctx, env.Client, ns, io.Discard); err != nil {
+	if err := scenario.Launch(ctx, suite.Env.Client, ns, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range scenario.Runs {
-		a := runs.WaitFor(t, env.Client, ns, r.Name, 3*time.Minute, "terminal", terminal, nil)
+		a := runs.WaitFor(t, suite.Env.Client, ns, r.Name, 3*time.Minute, "terminal", terminal, nil)
 		if why := r.Check(a); why != "" {
 			t.Errorf("%s: %s", r.Name, why)
 		}
@@ -59,7 +59,7 @@ func station(t *testing.T, ns, name string, def agentsv1alpha1.AgentDefinitionSp
 		Spec: agentsv1alpha1.StationSpec{AgentDefRef: name, DeadlineMinutes: 5, MaxConcurrentRuns: 2,
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "agentplane/runner:e2e"}}}}}}
 	for _, o := range []client.Object{d, st} {
-		if err := env.Client.Create(context.Background(), o); err != nil {
+		if err := suite.Env.Client.Create(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,7 +69,7 @@ func launch(t *testing.T, ns, name, station string) {
 	t.Helper()
 	a := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: agentsv1alpha1.AgentSpec{StationRef: station, Parameters: map[string]string{"topic": "tides"}}}
-	if err := env.Client.Create(context.Background(), a); err != nil {
+	if err := suite.Env.Client.Create(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -77,13 +77,13 @@ func launch(t *testing.T, ns, name, station string) {
 func batchRun(t *testing.T, ns string) {
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: agentsv1alpha1.AgentSecretsName, Namespace: ns},
 		StringData: map[string]string{"ANTHROPIC_API_KEY": apiKey, "OPENAI_API_KEY": apiKey, "GEMINI_API_KEY": apiKey}}
-	if err := env.Client.Create(context.Background(), sec); err != nil {
+	if err := suite.Env.Client.Create(context.Background(), sec); err != nil {
 		t.Fatal(err)
 	}
 	station(t, ns, "summarizer", agentsv1alpha1.AgentDefinitionSpec{Model: "claude-opus-5-5", Prompt: "Summarise {topic} in one line.",
 		Execution: agentsv1alpha1.ExecutionBatch, Batch: &agentsv1alpha1.BatchSpec{MaxTokens: 256, TimeoutMinutes: 30}})
 	launch(t, ns, "summary", "summarizer")
-	a := runs.WaitFor(t, env.Client, ns, "summary", 2*time.Minute, "terminal", terminal, nil)
+	a := runs.WaitFor(t, suite.Env.Client, ns, "summary", 2*time.Minute, "terminal", terminal, nil)
 	if a.Status.Phase != agentsv1alpha1.PhaseSucceeded {
 		t.Errorf("the batch run ended %s: %s", a.Status.Phase, a.Status.FailureReason)
 	}
@@ -98,7 +98,7 @@ func realtimeRun(t *testing.T, ns string) {
 	}
 	defer unlock()
 	station(t, ns, "chat", agentsv1alpha1.AgentDefinitionSpec{Model: "claude-opus-5-5", Prompt: "Say hello.", Execution: agentsv1alpha1.ExecutionRealtime})
-	allowed, stranger := runs.PromptCaller(t, env.Kube, ns, "alice", true), runs.PromptCaller(t, env.Kube, ns, "mallory", false)
+	allowed, stranger := runs.PromptCaller(t, suite.Env.Kube, ns, "alice", true), runs.PromptCaller(t, suite.Env.Kube, ns, "mallory", false)
 	launch(t, ns, "talk", "chat")
 	conn, err := grpc.NewClient(gatewayAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -121,7 +121,7 @@ func realtimeRun(t *testing.T, ns string) {
 	if _, err := c.Close(as(allowed), &realtimev1.CloseRequest{Agent: ref}); err != nil {
 		t.Fatal(err)
 	}
-	a := runs.WaitFor(t, env.Client, ns, "talk", time.Minute, "terminal", terminal, nil)
+	a := runs.WaitFor(t, suite.Env.Client, ns, "talk", time.Minute, "terminal", terminal, nil)
 	if a.Status.Phase != agentsv1alpha1.PhaseSucceeded {
 		t.Errorf("the realtime run ended %s: %s", a.Status.Phase, a.Status.FailureReason)
 	}
@@ -167,7 +167,7 @@ func promptWhenReady(t *testing.T, c realtimev1.PromptServiceClient, token strin
 // omnia-controllers has judged every object.
 func omniaRuntime(t *testing.T, ns string) {
 	dir := t.TempDir()
-	raw, err := os.ReadFile(filepath.Join(env.RepoRoot, "examples", "omnia", "support-assistant.yaml"))
+	raw, err := os.ReadFile(filepath.Join(suite.Env.RepoRoot, "examples", "omnia", "support-assistant.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,13 +175,13 @@ func omniaRuntime(t *testing.T, ns string) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := scenario.Apply(ctx, env.Client, ns, dir, io.Discard); err != nil {
+	if err := scenario.Apply(ctx, suite.Env.Client, ns, dir, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		ar := &omniav1alpha1.AgentRuntime{}
-		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "support-assistant"}, ar)
+		err := suite.Env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "support-assistant"}, ar)
 		if err == nil && len(ar.Status.Conditions) > 0 {
 			return
 		}

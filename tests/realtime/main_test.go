@@ -17,7 +17,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/tests/internal/stack"
 )
 
@@ -25,15 +24,10 @@ import (
 const platformNS = "agentplane-system"
 
 var (
-	env     *testenv.Env
-	natsURL string
-	// natsAuth is what the suite's NATS clients authenticate with, and
-	// natsOpts connects one with its service credential.
-	natsAuth    *stack.NATS
+	// suite is the stack the suite runs on (stack.Main starts it).
+	suite *stack.Stack
+	// natsOpts connects a NATS client with the suite's service credential.
 	natsOpts    []nats.Option
-	binDir      string
-	work        string
-	kubeconfig  string
 	gatewayAddr string
 	logs        = map[string]string{}
 	gateway     *stack.Process
@@ -44,8 +38,7 @@ func TestMain(m *testing.M) {
 		Suite: "realtime", RootReason: "localnode runs pods in private mount namespaces", KubeUser: "agentplane",
 		Packages: []string{"services/agent-controller", "services/realtime-gateway", "services/supervisor", "tools/mockagent"},
 	}, func(ctx context.Context, s *stack.Stack) int {
-		env, work, binDir, natsURL, kubeconfig = s.Env, s.Work, s.BinDir, s.NATSURL, s.Kubeconfig
-		natsAuth, natsOpts = s.NATS, s.NATS.Options()
+		suite, natsOpts = s, s.NATS.Options()
 		return run(ctx, m)
 	})
 }
@@ -59,7 +52,7 @@ func run(ctx context.Context, m *testing.M) int {
 		return 1
 	}
 	defer unlock()
-	if err = stack.CreateRealtimeKey(ctx, env.Kube, platformNS); err != nil {
+	if err = stack.CreateRealtimeKey(ctx, suite.Env.Kube, platformNS); err != nil {
 		fmt.Fprintf(os.Stderr, "realtime: %v\n", err)
 		return 1
 	}
@@ -83,12 +76,12 @@ func run(ctx context.Context, m *testing.M) int {
 	return code
 }
 
-// startProcess starts the binary name of binDir, logging to a file
+// startProcess starts the binary name of suite.BinDir, logging to a file
 // that logs records for the dump after a failure.
 func startProcess(ctx context.Context, name string, args ...string) (*stack.Process, error) {
-	path := filepath.Join(work, name+".log")
+	path := filepath.Join(suite.Work, name+".log")
 	logs[name] = path
-	return stack.StartProcess(ctx, path, filepath.Join(binDir, name), args...)
+	return stack.StartProcess(ctx, path, filepath.Join(suite.BinDir, name), args...)
 }
 
 func startController(ctx context.Context) (*stack.Process, error) {
@@ -97,13 +90,13 @@ func startController(ctx context.Context) (*stack.Process, error) {
 		return nil, err
 	}
 	return startProcess(ctx, "agent-controller", append([]string{
-		"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", addrs[0],
+		"--kubeconfig", suite.Kubeconfig, "--leader-elect=false", "--metrics-bind-address", addrs[0],
 		"--health-probe-bind-address", addrs[1], "--poll-interval", "2s",
-		"--supervisor-path", filepath.Join(binDir, "supervisor"), "--log-level", "debug",
+		"--supervisor-path", filepath.Join(suite.BinDir, "supervisor"), "--log-level", "debug",
 		"--realtime-enabled", "--realtime-key-namespace", platformNS,
 		// The run pods' NetworkPolicies admit the gateway where the charts
 		// install it (netpol_test.go).
-		"--gateway-namespace", platformNS}, natsAuth.ControllerArgs()...)...)
+		"--gateway-namespace", platformNS}, suite.NATS.ControllerArgs()...)...)
 }
 
 func startGateway(ctx context.Context) (*stack.Process, error) {
@@ -113,7 +106,7 @@ func startGateway(ctx context.Context) (*stack.Process, error) {
 	}
 	gatewayAddr = addrs[0]
 	p, err := startProcess(ctx, "realtime-gateway",
-		"--kubeconfig", kubeconfig, "--grpc-bind-address", gatewayAddr, "--metrics-bind-address", addrs[1],
+		"--kubeconfig", suite.Kubeconfig, "--grpc-bind-address", gatewayAddr, "--metrics-bind-address", addrs[1],
 		"--health-probe-bind-address", addrs[2], "--key-secret-namespace", platformNS, "--shutdown-timeout", "2s",
 		"--log-level", "debug")
 	if err != nil {

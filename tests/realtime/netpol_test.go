@@ -50,7 +50,7 @@ type peer struct {
 // be admitted: the controller's policies are what refuses them.
 func TestNetworkPoliciesAdmitOnlyWhatMustConnect(t *testing.T) {
 	ctx := context.Background()
-	ns := env.Namespace(t)
+	ns := suite.Env.Namespace(t)
 	recipe(t, ns, "chat", nil)
 	recipe(t, ns, "once", func(s *agentsv1alpha1.AgentDefinitionSpec) { s.Execution = agentsv1alpha1.ExecutionJob })
 	token := caller(t, ns, "alice", true)
@@ -67,7 +67,7 @@ func TestNetworkPoliciesAdmitOnlyWhatMustConnect(t *testing.T) {
 	waitFor(t, ns, "talk", time.Minute, "terminal", func(a *agentsv1alpha1.Agent) bool { return a.Status.Phase.IsTerminal() })
 	work := runPod(t, ns, waitFor(t, ns, "work", time.Minute, "terminal", func(a *agentsv1alpha1.Agent) bool { return a.Status.Phase.IsTerminal() }))
 
-	stored, err := env.Kube.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+	stored, err := suite.Env.Kube.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestNetworkPoliciesAdmitOnlyWhatMustConnect(t *testing.T) {
 	install = append(install, natsPolicy(t))
 
 	nsLabels := namespaceLabels(t, ns, platformNS, natsNS)
-	other := env.Namespace(t)
+	other := suite.Env.Namespace(t)
 	nsLabels[other] = namespaceLabels(t, other)[other]
 	pod := func(namespace string, labels map[string]string) peer {
 		return peer{ns: namespace, labels: labels}
@@ -170,7 +170,7 @@ func runPod(t *testing.T, ns string, a *agentsv1alpha1.Agent) peer {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		pods, err := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + a.Status.JobName})
+		pods, err := suite.Env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + a.Status.JobName})
 		if err == nil && len(pods.Items) > 0 {
 			return peer{ns: ns, labels: pods.Items[0].Labels}
 		}
@@ -187,9 +187,9 @@ func namespaceLabels(t *testing.T, names ...string) map[string]map[string]string
 	t.Helper()
 	out := map[string]map[string]string{}
 	for _, n := range names {
-		got, err := env.Kube.CoreV1().Namespaces().Get(context.Background(), n, metav1.GetOptions{})
+		got, err := suite.Env.Kube.CoreV1().Namespaces().Get(context.Background(), n, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			got, err = env.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
+			got, err = suite.Env.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
 		}
 		if err != nil {
 			t.Fatal(err)

@@ -43,7 +43,7 @@ func recipe(t *testing.T, ns, name string, mutate func(*agentsv1alpha1.AgentDefi
 		Spec: agentsv1alpha1.StationSpec{AgentDefRef: name, DeadlineMinutes: 10,
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "agentplane/runner:e2e"}}}}}}
 	for _, o := range []client.Object{def, st} {
-		if err := env.Client.Create(context.Background(), o); err != nil {
+		if err := suite.Env.Client.Create(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -58,21 +58,21 @@ func launch(t *testing.T, ns, name, station, resume string) {
 	})
 	a := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: agentsv1alpha1.AgentSpec{StationRef: station, ResumeSession: resume}}
-	if err := env.Client.Create(context.Background(), a); err != nil {
+	if err := suite.Env.Client.Create(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func waitFor(t *testing.T, ns, name string, within time.Duration, what string, cond func(*agentsv1alpha1.Agent) bool) *agentsv1alpha1.Agent {
 	t.Helper()
-	return runs.WaitFor(t, env.Client, ns, name, within, what, cond, nil)
+	return runs.WaitFor(t, suite.Env.Client, ns, name, within, what, cond, nil)
 }
 
 // caller returns the bearer token of a ServiceAccount that may prompt the
 // Agents of ns (allowed) or has no RBAC at all.
 func caller(t *testing.T, ns, name string, allowed bool) string {
 	t.Helper()
-	return runs.PromptCaller(t, env.Kube, ns, name, allowed)
+	return runs.PromptCaller(t, suite.Env.Kube, ns, name, allowed)
 }
 
 func promptClient(t *testing.T) realtimev1.PromptServiceClient {
@@ -146,12 +146,12 @@ func promptWhenReady(t *testing.T, c realtimev1.PromptServiceClient, token, ns, 
 // closed the Job completes and the Agent goes terminal with sessionId read
 // from the pod log.
 func TestARealtimeSessionOfThreePrompts(t *testing.T) {
-	ns := env.Namespace(t)
+	ns := suite.Env.Namespace(t)
 	recipe(t, ns, "chat", nil)
 	token := caller(t, ns, "alice", true)
 	launch(t, ns, "talk", "chat", "")
 	running := waitFor(t, ns, "talk", 60*time.Second, "Running", func(a *agentsv1alpha1.Agent) bool { return a.Status.Phase == agentsv1alpha1.PhaseRunning })
-	job, err := env.Kube.BatchV1().Jobs(ns).Get(context.Background(), running.Status.JobName, metav1.GetOptions{})
+	job, err := suite.Env.Kube.BatchV1().Jobs(ns).Get(context.Background(), running.Status.JobName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestARealtimeSessionOfThreePrompts(t *testing.T) {
 // The supervisor accepts only the run's own token; a caller without RBAC
 // is refused at the gateway. Neither reaches the CLI.
 func TestOnlyTheRunsTokenAndAllowedCallersGetThrough(t *testing.T) {
-	ns := env.Namespace(t)
+	ns := suite.Env.Namespace(t)
 	recipe(t, ns, "chat", nil)
 	allowed := caller(t, ns, "alice", true)
 	stranger := caller(t, ns, "mallory", false)
@@ -292,7 +292,7 @@ func TestAResumedSessionSendsNoInitialPrompt(t *testing.T) {
 // alice's token.
 func launchResumed(t *testing.T, storeURL string) (ns, token string) {
 	t.Helper()
-	ns = env.Namespace(t)
+	ns = suite.Env.Namespace(t)
 	recipe(t, ns, "chat", func(s *agentsv1alpha1.AgentDefinitionSpec) {
 		s.Resources = &agentsv1alpha1.AgentResources{Conversation: &agentsv1alpha1.ConversationSpec{Source: storeURL}}
 	})
@@ -359,7 +359,7 @@ func conversationArchive(t *testing.T) []byte {
 // Pending: the definition is validated and the Agent fails with the
 // matching reason.
 func TestRealtimeValidationReasons(t *testing.T) {
-	ns := env.Namespace(t)
+	ns := suite.Env.Namespace(t)
 	cases := []struct {
 		rule, station, resume, want string
 		mutate                      func(*agentsv1alpha1.AgentDefinitionSpec)
@@ -397,13 +397,13 @@ func TestRealtimeValidationReasons(t *testing.T) {
 // dumpPodLogs prints the agent container logs of ns's pods, to explain a
 // failed run.
 func dumpPodLogs(t *testing.T, ns string) {
-	pods, err := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	pods, err := suite.Env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		return
 	}
 	for _, p := range pods.Items {
 		for _, c := range []string{"init", "agent"} {
-			raw, err := env.Kube.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c}).DoRaw(context.Background())
+			raw, err := suite.Env.Kube.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c}).DoRaw(context.Background())
 			if err == nil {
 				t.Logf("pod %s container %s log:\n%s", p.Name, c, raw)
 			}

@@ -15,7 +15,7 @@ import (
 // only the documented payload gets each line of a realtime turn and the
 // session's own events once, in order, each naming the Agent and its pod.
 func TestAnHTTPSinkReceivesEveryEventOfARealtimeTurn(t *testing.T) {
-	ns := env.Namespace(t)
+	ns := suite.Env.Namespace(t)
 	rcv := receiver.New(t)
 	recipe(t, ns, "hooked", func(s *agentsv1alpha1.AgentDefinitionSpec) {
 		s.Output = &agentsv1alpha1.OutputSpec{Sinks: []agentsv1alpha1.OutputSink{{Type: agentsv1alpha1.SinkHTTP, URL: rcv.URL}}}
@@ -35,7 +35,7 @@ func TestAnHTTPSinkReceivesEveryEventOfARealtimeTurn(t *testing.T) {
 		t.Fatalf("status %+v", a.Status)
 	}
 
-	stored := runs.Stored(t, natsURL, ns, "chat", natsOpts...)
+	stored := runs.Stored(t, suite.NATSURL, ns, "chat", natsOpts...)
 	want := receiver.Expected(stored)
 	var lines []string
 	for _, ev := range stored {

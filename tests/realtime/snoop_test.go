@@ -40,10 +40,10 @@ import (
 // may appear in the run's events, its pod's logs or the realtime answers
 // (docs/security.md, "The vendor CLI and its supervisor").
 func TestTheVendorCLICannotReadWhatItsSupervisorHolds(t *testing.T) {
-	ns := env.Namespace(t)
+	ns := suite.Env.Namespace(t)
 	ctx := context.Background()
 	sinkSecret, storeSecret := randomValue(t, "sink"), randomValue(t, "store")
-	if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: agentsv1alpha1.AgentSecretsName, Namespace: ns},
+	if err := suite.Env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: agentsv1alpha1.AgentSecretsName, Namespace: ns},
 		StringData: map[string]string{"sink-headers": "X-Snoop: " + sinkSecret, "store-headers": "Authorization: Bearer " + storeSecret}}); err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +89,10 @@ func TestTheVendorCLICannotReadWhatItsSupervisorHolds(t *testing.T) {
 	}
 	for _, name := range []string{"snoop-job", "snoop-chat"} {
 		a := &agentsv1alpha1.Agent{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, a); err != nil {
+		if err := suite.Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, a); err != nil {
 			t.Fatal(err)
 		}
-		sec, err := env.Kube.CoreV1().Secrets(ns).Get(ctx, runspec.NATSSecretName(string(a.UID)), metav1.GetOptions{})
+		sec, err := suite.Env.Kube.CoreV1().Secrets(ns).Get(ctx, runspec.NATSSecretName(string(a.UID)), metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("run %s has no NATS credential to protect: %v", name, err)
 		}
@@ -101,10 +101,10 @@ func TestTheVendorCLICannotReadWhatItsSupervisorHolds(t *testing.T) {
 		}
 	}
 	chat := &agentsv1alpha1.Agent{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "snoop-chat"}, chat); err != nil {
+	if err := suite.Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "snoop-chat"}, chat); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := env.Kube.CoreV1().Secrets(ns).Get(ctx, realtime.TokenSecretName(string(chat.UID)), metav1.GetOptions{})
+	rt, err := suite.Env.Kube.CoreV1().Secrets(ns).Get(ctx, realtime.TokenSecretName(string(chat.UID)), metav1.GetOptions{})
 	if err != nil || len(rt.Data[realtime.TokenSecretKey]) == 0 {
 		t.Fatalf("the realtime run has no token to protect: %v", err)
 	}
@@ -112,13 +112,13 @@ func TestTheVendorCLICannotReadWhatItsSupervisorHolds(t *testing.T) {
 
 	for _, name := range []string{"snoop-job", "snoop-chat"} {
 		t.Run(name+": every attempt was made and refused", func(t *testing.T) {
-			checkSnoopRefused(t, snoopAttempts(t, runs.Stored(t, natsURL, ns, name, natsOpts...)))
+			checkSnoopRefused(t, snoopAttempts(t, runs.Stored(t, suite.NATSURL, ns, name, natsOpts...)))
 		})
 	}
 	t.Run("no secret value reached the CLI's output", func(t *testing.T) {
 		sources := map[string][]byte{"realtime answer": []byte(strings.Join(tr.texts, "\n"))}
 		for _, name := range []string{"snoop-job", "snoop-chat"} {
-			for i, ev := range runs.Stored(t, natsURL, ns, name, natsOpts...) {
+			for i, ev := range runs.Stored(t, suite.NATSURL, ns, name, natsOpts...) {
 				raw, err := protojson.Marshal(ev)
 				if err != nil {
 					t.Fatal(err)
@@ -221,14 +221,14 @@ func checkSnoopRefused(t *testing.T, attempts []*snoopAttempt) {
 // podLogs returns the init and agent container logs of ns's pods.
 func podLogs(t *testing.T, ns string) map[string][]byte {
 	t.Helper()
-	pods, err := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	pods, err := suite.Env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string][]byte{}
 	for _, p := range pods.Items {
 		for _, c := range []string{"init", agentsv1alpha1.AgentContainerName} {
-			raw, err := env.Kube.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c}).DoRaw(context.Background())
+			raw, err := suite.Env.Kube.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c}).DoRaw(context.Background())
 			if err != nil {
 				t.Fatalf("log of %s/%s: %v", p.Name, c, err)
 			}

@@ -81,8 +81,16 @@ func startSecured(t testing.TB, a *natsauth.Authority, more func(*server.Options
 // path.
 func WriteCreds(t testing.TB, creds []byte) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "user.creds")
-	if err := os.WriteFile(p, creds, 0o600); err != nil {
+	return WriteFile(t, "user.creds", creds)
+}
+
+// WriteFile writes b to a file name in a fresh test temp dir, readable by
+// the owner only as a credential must be, and returns its path: what a
+// NATS flag (seed, creds, CA file) is pointed at.
+func WriteFile(t testing.TB, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -51,6 +51,23 @@ func CheckDocTable(t testing.TB, fs *service.FlagSet, path string) {
 	t.Errorf("the flag table in %s is out of date; run make generate (or %s=1 go test) and commit.\nwant:\n%s\ngot:\n%s", path, UpdateEnv, want, got)
 }
 
+// CheckParsed holds one parse of a binary's options to the rule a test
+// case names: with wantErr set the parse must fail with an error naming
+// it (the flag or variable at fault); without, it must succeed and check
+// must accept what it parsed.
+func CheckParsed[C any](t testing.TB, got C, err error, wantErr string, check func(C) bool) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("got %v, want an error naming %s", err, wantErr)
+		}
+		return
+	}
+	if err != nil || !check(got) {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+}
+
 func section(doc string) (string, error) {
 	i := strings.Index(doc, BeginMarker)
 	j := strings.Index(doc, EndMarker)

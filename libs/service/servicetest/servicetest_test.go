@@ -1,6 +1,7 @@
 package servicetest
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,6 +60,33 @@ func TestCheckDocTable(t *testing.T) {
 			}
 			if !strings.Contains(string(b), "# svc") {
 				t.Fatal("the page around the table is kept")
+			}
+		})
+	}
+}
+
+func TestCheckParsed(t *testing.T) {
+	positive := func(n int) bool { return n > 0 }
+	cases := []struct {
+		rule     string
+		got      int
+		err      error
+		wantErr  string
+		wantFail bool
+	}{
+		{"a parse the check accepts passes", 1, nil, "", false},
+		{"a parse the check refuses fails", 0, nil, "", true},
+		{"an unexpected error fails", 1, errors.New("--x: bad"), "", true},
+		{"an error naming the flag passes", 0, errors.New("--x: bad"), "--x", false},
+		{"an error naming another flag fails", 0, errors.New("--y: bad"), "--x", true},
+		{"a success where an error is wanted fails", 1, nil, "--x", true},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			r := &recorder{TB: t}
+			CheckParsed(r, c.got, c.err, c.wantErr, positive)
+			if r.failed != c.wantFail {
+				t.Fatalf("failed = %v (%s), want %v", r.failed, r.msg, c.wantFail)
 			}
 		})
 	}

@@ -40,20 +40,29 @@ func WaitFor(t testing.TB, c client.Client, ns, name string, within time.Duratio
 	}
 }
 
-// Stored reads every event of one run from the AGENT_EVENTS stream at
-// natsURL, in stream order, connecting with opts (the stack's service
-// credential: the stack's server admits no anonymous client).
-func Stored(t *testing.T, natsURL, ns, agent string, opts ...nats.Option) []*eventsv1.RunEvent {
+// Connect connects to the NATS server at natsURL with opts and returns
+// the connection, for the caller to close, and its JetStream API.
+func Connect(t *testing.T, natsURL string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	nc, err := nats.Connect(natsURL, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
+		nc.Close()
 		t.Fatal(err)
 	}
+	return nc, js
+}
+
+// Stored reads every event of one run from the AGENT_EVENTS stream at
+// natsURL, in stream order, connecting with opts (the stack's service
+// credential: the stack's server admits no anonymous client).
+func Stored(t *testing.T, natsURL, ns, agent string, opts ...nats.Option) []*eventsv1.RunEvent {
+	t.Helper()
+	nc, js := Connect(t, natsURL, opts...)
+	defer nc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	evs, err := events.ReadAll(ctx, js, events.Filter{Namespace: ns, Agent: agent})

@@ -36,22 +36,11 @@ func TestAgentPhaseIsTerminal(t *testing.T) {
 }
 
 func TestAgentCurrentPhase(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		phase AgentPhase
-		want  AgentPhase
-	}{
+	checkDefaulting(t, func(p AgentPhase) AgentPhase { return (&Agent{Status: AgentStatus{Phase: p}}).CurrentPhase() }, []defaulting[AgentPhase, AgentPhase]{
 		{"absent phase reads as pending", "", PhasePending},
 		{"running stays running", PhaseRunning, PhaseRunning},
 		{"failed stays failed", PhaseFailed, PhaseFailed},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			a := &Agent{Status: AgentStatus{Phase: tc.phase}}
-			if got := a.CurrentPhase(); got != tc.want {
-				t.Errorf("CurrentPhase() = %q, want %q", got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestAgentEffectiveModel(t *testing.T) {

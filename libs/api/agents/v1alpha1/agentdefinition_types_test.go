@@ -11,43 +11,23 @@ import (
 )
 
 func TestEffectiveExecution(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		mode ExecutionMode
-		want ExecutionMode
-	}{
+	checkDefaulting(t, func(m ExecutionMode) ExecutionMode { return (&AgentDefinitionSpec{Execution: m}).EffectiveExecution() }, []defaulting[ExecutionMode, ExecutionMode]{
 		{"unset execution is job", "", ExecutionJob},
 		{"job stays job", ExecutionJob, ExecutionJob},
 		{"batch stays batch", ExecutionBatch, ExecutionBatch},
 		{"realtime stays realtime", ExecutionRealtime, ExecutionRealtime},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := &AgentDefinitionSpec{Execution: tc.mode}
-			if got := s.EffectiveExecution(); got != tc.want {
-				t.Errorf("EffectiveExecution() = %q, want %q", got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestEffectivePermissionMode(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		mode PermissionMode
-		want PermissionMode
-	}{
+	checkDefaulting(t, func(m PermissionMode) PermissionMode {
+		return (&AgentDefinitionSpec{PermissionMode: m}).EffectivePermissionMode()
+	}, []defaulting[PermissionMode, PermissionMode]{
 		{"unset permission mode is auto", "", PermissionAuto},
 		{"auto stays auto", PermissionAuto, PermissionAuto},
 		{"explicit bypass is bypass", PermissionBypass, PermissionBypass},
 		{"a typo never widens to bypass", "bypas", PermissionAuto},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := &AgentDefinitionSpec{PermissionMode: tc.mode}
-			if got := s.EffectivePermissionMode(); got != tc.want {
-				t.Errorf("EffectivePermissionMode() = %q, want %q", got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestBatchDefaults(t *testing.T) {

@@ -2,8 +2,9 @@ package config
 
 import (
 	"bytes"
-	"strings"
 	"testing"
+
+	"github.com/agentplane/agentplane/libs/service/servicetest"
 )
 
 func TestBatchPollerTokenSources(t *testing.T) {
@@ -34,18 +35,7 @@ func TestBatchPollerTokenSources(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Parse(tc.args, func(string) string { return "" }, &bytes.Buffer{})
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want one naming %s", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !tc.check(c) {
-				t.Errorf("config = %+v", c)
-			}
+			servicetest.CheckParsed(t, c, err, tc.wantErr, tc.check)
 		})
 	}
 }

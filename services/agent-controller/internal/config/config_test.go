@@ -22,7 +22,7 @@ func TestRules(t *testing.T) {
 	}{
 		{"the defaults are the documented ones", nil, nil, "", func(c *Config) bool {
 			return c.MaxOutputBytes == 262144 && c.MetricsBindAddress == ":8080" && c.HealthProbeBindAddress == ":8081" &&
-				c.PollInterval == 15*time.Second && c.Workers == 4 && c.PageSize == 500 && c.LeaderElection.Enabled &&
+				c.PollInterval == 15*time.Second && c.Workers == 32 && c.PageSize == 500 && c.LeaderElection.Enabled &&
 				c.LeaderElection.ID == "agent-controller" && c.LeaderElection.LeaseDuration == 15*time.Second &&
 				c.LeaderElection.RetryPeriod == 5*time.Second && c.Kube.QPS == 500 && c.Kube.Burst == 1000 &&
 				c.SupervisorPath == "/supervisor" && c.BatchPollerAddress == "batch-poller:9090" && c.BatchPoll == time.Minute &&
@@ -91,15 +91,7 @@ func TestRules(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
 			cfg, err := Parse(c.args, env(c.env), io.Discard)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("got %v, want an error naming %s", err, c.wantErr)
-				}
-				return
-			}
-			if err != nil || !c.check(cfg) {
-				t.Fatalf("got %+v, %v", cfg, err)
-			}
+			servicetest.CheckParsed(t, cfg, err, c.wantErr, c.check)
 		})
 	}
 }

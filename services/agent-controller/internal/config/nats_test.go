@@ -10,7 +10,9 @@ import (
 
 	"github.com/nats-io/nkeys"
 
+	"github.com/agentplane/agentplane/libs/events/eventstest"
 	"github.com/agentplane/agentplane/libs/natsauth"
+	"github.com/agentplane/agentplane/libs/service/servicetest"
 )
 
 // natsFiles writes the files the NATS flags point at: a signing-key seed
@@ -34,14 +36,6 @@ func writeNATSFiles(t *testing.T) natsFiles {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
 	// A user's seed is a valid nkey of the wrong kind.
 	user, err := nkeys.CreateUser()
 	if err != nil {
@@ -52,9 +46,9 @@ func writeNATSFiles(t *testing.T) natsFiles {
 		t.Fatal(err)
 	}
 	return natsFiles{
-		seed: write("seed", seed), account: a.AccountPublicKey(), creds: write("user.creds", creds),
-		ca:      write("ca.crt", []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")),
-		badSeed: write("bad-seed", []byte("not a seed")), userSeed: write("user-seed", userSeed),
+		seed: eventstest.WriteFile(t, "seed", seed), account: a.AccountPublicKey(), creds: eventstest.WriteFile(t, "user.creds", creds),
+		ca:      eventstest.WriteFile(t, "ca.crt", []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")),
+		badSeed: eventstest.WriteFile(t, "bad-seed", []byte("not a seed")), userSeed: eventstest.WriteFile(t, "user-seed", userSeed),
 	}
 }
 
@@ -92,15 +86,7 @@ func TestNATSRules(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
 			cfg, err := Parse(c.args, env(nil), io.Discard)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("got %v, want an error naming %s", err, c.wantErr)
-				}
-				return
-			}
-			if err != nil || !c.check(cfg) {
-				t.Fatalf("got %+v, %v", cfg, err)
-			}
+			servicetest.CheckParsed(t, cfg, err, c.wantErr, c.check)
 		})
 	}
 }

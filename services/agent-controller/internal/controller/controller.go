@@ -109,7 +109,8 @@ type Controller struct {
 // New returns a Controller; Run starts it.
 func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts Options) *Controller {
 	if opts.Workers <= 0 {
-		opts.Workers = 4
+		// As --workers: a reconcile mostly waits on the API server.
+		opts.Workers = 32
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 15 * time.Second

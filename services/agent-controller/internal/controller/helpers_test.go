@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/agentplane/agentplane/services/agent-controller/internal/leader"
@@ -34,4 +35,8 @@ func runReplica(ctx context.Context, t *testing.T, ns, id string, leads *sync.Ma
 			_ = New(c, env.Kube, m, Options{Namespace: ns, PollInterval: 2 * time.Second, Log: quiet}).Run(ctx)
 		},
 	})
+}
+
+func keyOf(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
 }

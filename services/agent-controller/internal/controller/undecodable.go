@@ -45,7 +45,13 @@ func (e *undecodableError) Unwrap() error { return e.Err }
 func (e *undecodableError) key() string { return e.Namespace + "/" + e.Name }
 
 // decode converts u into obj, or says which field of u does not convert.
+// managedFields are dropped first: nothing here reads them, and they are
+// often the larger part of an object's metadata, so converting and caching
+// them would cost CPU and memory for every object watched.
 func decode(u *unstructured.Unstructured, kind string, obj client.Object) (client.Object, error) {
+	if md, ok := u.Object["metadata"].(map[string]any); ok {
+		delete(md, "managedFields")
+	}
 	err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)
 	if err == nil {
 		return obj, nil

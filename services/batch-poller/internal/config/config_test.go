@@ -81,18 +81,7 @@ func TestParse(t *testing.T) {
 			env := map[string]string{"ALLOWED_CALLERS": caller}
 			maps.Copy(env, tc.env)
 			c, err := Parse(tc.args, func(k string) string { return env[k] }, &bytes.Buffer{})
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want one naming %s", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !tc.check(c) {
-				t.Errorf("config = %+v", c)
-			}
+			servicetest.CheckParsed(t, c, err, tc.wantErr, tc.check)
 		})
 	}
 }

@@ -41,20 +41,23 @@ func grpcError(op string, err error) error {
 	return status.Errorf(codes.Internal, "%s: %v", op, err)
 }
 
+// httpCodes are the codes of the vendor statuses that are the caller's
+// mistake, or a limit it must back off from.
+var httpCodes = map[int]codes.Code{
+	http.StatusBadRequest:          codes.InvalidArgument,
+	http.StatusUnprocessableEntity: codes.InvalidArgument,
+	http.StatusUnauthorized:        codes.Unauthenticated,
+	http.StatusForbidden:           codes.PermissionDenied,
+	http.StatusNotFound:            codes.NotFound,
+	http.StatusConflict:            codes.FailedPrecondition,
+	http.StatusTooManyRequests:     codes.ResourceExhausted,
+}
+
+// codeForHTTP maps a vendor's HTTP status to a gRPC code; any status not
+// in httpCodes is worth a retry.
 func codeForHTTP(code int) codes.Code {
-	switch code {
-	case http.StatusBadRequest, http.StatusUnprocessableEntity:
-		return codes.InvalidArgument
-	case http.StatusUnauthorized:
-		return codes.Unauthenticated
-	case http.StatusForbidden:
-		return codes.PermissionDenied
-	case http.StatusNotFound:
-		return codes.NotFound
-	case http.StatusConflict:
-		return codes.FailedPrecondition
-	case http.StatusTooManyRequests:
-		return codes.ResourceExhausted
+	if c, ok := httpCodes[code]; ok {
+		return c
 	}
 	return codes.Unavailable
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/libs/service/servicetest"
 	"github.com/agentplane/agentplane/libs/testenv"
-	"github.com/agentplane/agentplane/libs/vendors"
 	batchv1 "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 	"github.com/agentplane/agentplane/tools/fakevendor"
 	"github.com/agentplane/agentplane/tools/fakevendor/fakevendortest"
@@ -161,17 +160,7 @@ func TestEndToEndOverGRPC(t *testing.T) {
 			if got.GetState() != batchv1.State_STATE_SUCCEEDED || got.GetCheckedAt() == nil {
 				t.Fatalf("get = %v", got)
 			}
-			p := vendors.Route(model).NewParser()
-			answer := ""
-			for _, l := range got.GetLines() {
-				evs, _ := p.Parse([]byte(l))
-				for _, e := range evs {
-					if e.Kind == vendors.KindResult {
-						answer = e.Text
-					}
-				}
-			}
-			if answer != fakevendor.Answer("hello") {
+			if answer := answerOf(model, got); answer != fakevendor.Answer("hello") {
 				t.Errorf("answer = %q", answer)
 			}
 			c, err := s.client.Cancel(ctx, &batchv1.CancelRequest{Batch: ref})

@@ -48,15 +48,7 @@ func TestConfigRules(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
 			cfg, err := parseConfig(c.args, envOf(c.env), io.Discard)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("got %v, want an error naming %s", err, c.wantErr)
-				}
-				return
-			}
-			if err != nil || !c.check(cfg) {
-				t.Fatalf("got %+v, %v", cfg, err)
-			}
+			servicetest.CheckParsed(t, cfg, err, c.wantErr, c.check)
 		})
 	}
 }

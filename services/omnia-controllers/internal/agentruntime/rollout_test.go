@@ -132,6 +132,21 @@ func roDeployments(ns string) (stable, candidate *appsv1.Deployment, err error) 
 	return stable, candidate, err
 }
 
+// roReplicasAre holds while the stable and the candidate Deployment of
+// "agent" ask for the given replicas.
+func roReplicasAre(ns string, stable, candidate int32) func() error {
+	return func() error {
+		s, c, err := roDeployments(ns)
+		if err != nil {
+			return err
+		}
+		if roReplicas(s) != stable || roReplicas(c) != candidate {
+			return fmt.Errorf("replicas stable %d candidate %d, want %d and %d", roReplicas(s), roReplicas(c), stable, candidate)
+		}
+		return nil
+	}
+}
+
 // roNoCandidate fails while the candidate Deployment of "agent" can still
 // be read.
 func roNoCandidate(ns string) error {
@@ -286,16 +301,7 @@ func TestRolloutCanaryPromotes(t *testing.T) {
 	}))
 
 	roSetCandidate(t, ns, roToV110())
-	ctrltest.Eventually(t, wait, func() error {
-		s, c, err := roDeployments(ns)
-		if err != nil {
-			return err
-		}
-		if roReplicas(c) != 1 || roReplicas(s) != 1 {
-			return fmt.Errorf("replicas stable %d candidate %d, want 1 and 1", roReplicas(s), roReplicas(c))
-		}
-		return nil
-	})
+	ctrltest.Eventually(t, wait, roReplicasAre(ns, 1, 1))
 	c, _ := roDeployment(ns, "agent"+CandidateSuffix)
 	s, _ := roDeployment(ns, "agent")
 	if !metav1.IsControlledBy(c, mustAgent(t, ns, "agent")) {
@@ -558,16 +564,7 @@ func TestRolloutMeshDegrades(t *testing.T) {
 		return roCondition(a, omniav1.ConditionTrafficRouting, metav1.ConditionFalse, omniav1.ReasonDegraded)
 	}))
 	ctrltest.Eventually(t, wait, rolloutEvent(ns, corev1.EventTypeWarning, omniav1.EventTrafficRoutingDegraded))
-	ctrltest.Eventually(t, wait, func() error {
-		s, c, err := roDeployments(ns)
-		if err != nil {
-			return err
-		}
-		if roReplicas(c) != 2 || roReplicas(s) != 0 {
-			return fmt.Errorf("replicas stable %d candidate %d, want 0 and 2 at weight 100", roReplicas(s), roReplicas(c))
-		}
-		return nil
-	})
+	ctrltest.Eventually(t, wait, roReplicasAre(ns, 0, 2)) // weight 100
 }
 
 // TestRolloutCandidateMissingPack: a candidate naming a version that does

@@ -93,12 +93,7 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 				return nil
 			})
 			if tc.fail != "" {
-				failing := &ctrltest.Failing{Client: c, Fail: map[string]bool{tc.fail: true}}
-				r := &Reconciler{Client: failing, Config: testConfig}
-				res, err := r.Reconcile(ctx, req)
-				if !ctrltest.IsInjected(err) || res != (reconcile.Result{}) {
-					t.Fatalf("result %+v err %v; want the injected 503 returned and no timer", res, err)
-				}
+				ctrltest.ReturnsInjected(t, ctx, &Reconciler{Client: ctrltest.FailingOn(c, tc.fail), Config: testConfig}, req)
 				// A transient failure is not a spec problem: it never
 				// marks the AgentRuntime Failed.
 				got := &omniav1.AgentRuntime{}

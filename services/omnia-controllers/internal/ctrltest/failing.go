@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Failing wraps a client. Calls named in Fail ("get *v1.ConfigMap",
@@ -103,4 +105,20 @@ func (s *failingStatus) Patch(ctx context.Context, obj client.Object, patch clie
 // IsInjected reports whether err carries a failure Failing injected.
 func IsInjected(err error) bool {
 	return apierrors.IsServiceUnavailable(err)
+}
+
+// FailingOn wraps c so that the one call named fail fails (see Failing).
+func FailingOn(c client.Client, fail string) *Failing {
+	return &Failing{Client: c, Fail: map[string]bool{fail: true}}
+}
+
+// ReturnsInjected runs one pass of r and fails t unless the pass returned
+// the failure Failing injected and asked for no timer: a transient API
+// error goes back to controller-runtime, whose backoff retries the pass.
+func ReturnsInjected(t testing.TB, ctx context.Context, r reconcile.Reconciler, req reconcile.Request) {
+	t.Helper()
+	res, err := r.Reconcile(ctx, req)
+	if !IsInjected(err) || res != (reconcile.Result{}) {
+		t.Fatalf("result %+v err %v; want the injected 503 returned and no timer", res, err)
+	}
 }

@@ -39,56 +39,45 @@ const (
 
 var agentLabels = []string{labelNamespace, labelAgentRuntime}
 
+// gauge and counter build the vector of one metric: every declaration
+// below differs only in its name, help and labels.
+func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
+
+func counter(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
 var (
 	// AgentRuntimeReady is omnia_agentruntime_ready{namespace,agentruntime}:
 	// 1 while the AgentRuntime's Ready condition is True, else 0.
-	AgentRuntimeReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "omnia_agentruntime_ready",
-		Help: "1 while the AgentRuntime's Ready condition is True, else 0.",
-	}, agentLabels)
+	AgentRuntimeReady = gauge("omnia_agentruntime_ready", "1 while the AgentRuntime's Ready condition is True, else 0.", agentLabels...)
 
 	// RolloutInProgress is omnia_rollout_in_progress{namespace,agentruntime}:
 	// 1 while status.rollout.active, from the first step to the end of the
 	// promotion, else 0.
-	RolloutInProgress = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "omnia_rollout_in_progress",
-		Help: "1 while a rollout of the AgentRuntime is in progress (status.rollout.active), promotion included, else 0.",
-	}, agentLabels)
+	RolloutInProgress = gauge("omnia_rollout_in_progress", "1 while a rollout of the AgentRuntime is in progress (status.rollout.active), promotion included, else 0.", agentLabels...)
 
 	// RolloutCanaryWeight is omnia_rollout_canary_weight{namespace,agentruntime}:
 	// status.rollout.currentWeight while a rollout is in progress, else 0.
-	RolloutCanaryWeight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "omnia_rollout_canary_weight",
-		Help: "Traffic weight of the rollout candidate in percent (status.rollout.currentWeight); 0 without a rollout.",
-	}, agentLabels)
+	RolloutCanaryWeight = gauge("omnia_rollout_canary_weight", "Traffic weight of the rollout candidate in percent (status.rollout.currentWeight); 0 without a rollout.", agentLabels...)
 
 	// RolloutSteps is omnia_rollout_steps_total{namespace,agentruntime}: the
 	// advances of status.rollout.currentStep.
-	RolloutSteps = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "omnia_rollout_steps_total",
-		Help: "Rollout steps the AgentRuntime completed: advances of status.rollout.currentStep.",
-	}, agentLabels)
+	RolloutSteps = counter("omnia_rollout_steps_total", "Rollout steps the AgentRuntime completed: advances of status.rollout.currentStep.", agentLabels...)
 
 	// RolloutsFinished is omnia_rollouts_finished_total{result}: rollouts
 	// that ended, by ResultPromoted and ResultRolledBack.
-	RolloutsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "omnia_rollouts_finished_total",
-		Help: "Rollouts that ended, by result: promoted or rolled_back.",
-	}, []string{"result"})
+	RolloutsFinished = counter("omnia_rollouts_finished_total", "Rollouts that ended, by result: promoted or rolled_back.", "result")
 
 	// ProviderReady is omnia_provider_ready{namespace,provider}: 1 while the
 	// Provider's Ready condition is True, else 0.
-	ProviderReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "omnia_provider_ready",
-		Help: "1 while the Provider's Ready condition is True, else 0.",
-	}, []string{labelNamespace, labelProvider})
+	ProviderReady = gauge("omnia_provider_ready", "1 while the Provider's Ready condition is True, else 0.", labelNamespace, labelProvider)
 
 	// PromptPackValid is omnia_promptpack_valid{namespace,promptpack}: 1
 	// while the PromptPack validated (see PromptPackValidated), else 0.
-	PromptPackValid = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "omnia_promptpack_valid",
-		Help: "1 while the PromptPack version validated (SourceValid and SchemaValid True; a live source: SourceValid True), else 0.",
-	}, []string{labelNamespace, labelPromptPack})
+	PromptPackValid = gauge("omnia_promptpack_valid", "1 while the PromptPack version validated (SourceValid and SchemaValid True; a live source: SourceValid True), else 0.", labelNamespace, labelPromptPack)
 )
 
 func init() {

@@ -44,13 +44,8 @@ var versionPool = []string{"0.9.0", "1.0.0", "v1.0.0", "1.0.0+b", "1.1.0-rc.1", 
 func TestDecideProperties(t *testing.T) {
 	v := mustValidator(t)
 	counts := pt.Counts{}
-	pt.Run(t, func(r *rand.Rand) error {
-		s := genSnapshot(r)
-		decide := func(s Snapshot) Decision { return Decide(s, v) }
-		d, err := pt.Decide(s, fresh, decide, sameDecision)
-		if err != nil {
-			return err
-		}
+	decide := func(s Snapshot) Decision { return Decide(s, v) }
+	pt.RunDecide(t, genSnapshot, fresh, decide, sameDecision, func(r *rand.Rand, s Snapshot, d Decision) error {
 		if err := checkStatus(s, d); err != nil {
 			return err
 		}

@@ -44,11 +44,7 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 				return c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-cm"}, &corev1.ConfigMap{})
 			})
 			if tc.fail != "" {
-				r := &Reconciler{Client: &ctrltest.Failing{Client: c, Fail: map[string]bool{tc.fail: true}}, Validator: mustValidator(t)}
-				res, err := r.Reconcile(ctx, req)
-				if !ctrltest.IsInjected(err) || res != (reconcile.Result{}) {
-					t.Fatalf("result %+v err %v; want the injected 503 returned and no timer", res, err)
-				}
+				ctrltest.ReturnsInjected(t, ctx, &Reconciler{Client: ctrltest.FailingOn(c, tc.fail), Validator: mustValidator(t)}, req)
 			}
 			// The retries controller-runtime would make (after the error,
 			// and after any event a stale cache hid); every successful pass

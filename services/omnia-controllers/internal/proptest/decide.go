@@ -3,6 +3,7 @@ package proptest
 import (
 	"fmt"
 	"math/rand/v2"
+	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -25,6 +26,24 @@ func Decide[S, D any](in S, fresh func(S) S, decide func(S) D, same func(a, b D)
 		return d, fmt.Errorf("two decisions on one input differ: %s", Diff(d, again))
 	}
 	return d, nil
+}
+
+// RunDecide checks a controller's decide on Iterations inputs gen draws:
+// on each it keeps the promises Decide checks, then check holds the
+// decision to the controller's own properties (and counts the outcome it
+// reached). It is Run with the steps every controller's property test
+// starts with written once.
+func RunDecide[S, D any](t *testing.T, gen func(*rand.Rand) S, fresh func(S) S, decide func(S) D, same func(a, b D) bool,
+	check func(r *rand.Rand, s S, d D) error) {
+	t.Helper()
+	Run(t, func(r *rand.Rand) error {
+		s := gen(r)
+		d, err := Decide(s, fresh, decide, same)
+		if err != nil {
+			return err
+		}
+		return check(r, s, d)
+	})
 }
 
 // Written is the status the next pass reads back: the decided one as the

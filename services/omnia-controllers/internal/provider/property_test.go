@@ -36,12 +36,7 @@ import (
 //     Ready, and Retry is set exactly when a named Secret is missing.
 func TestDecideProperties(t *testing.T) {
 	counts := pt.Counts{}
-	pt.Run(t, func(r *rand.Rand) error {
-		s := genSnapshot(r)
-		d, err := pt.Decide(s, fresh, Decide, sameDecision)
-		if err != nil {
-			return err
-		}
+	pt.RunDecide(t, genSnapshot, fresh, Decide, sameDecision, func(r *rand.Rand, s Snapshot, d Decision) error {
 		unreachable := s.Health != nil && s.Health.Err != nil
 		switch {
 		case unreachable && d.RequeueAfter != UnreachableRetry:

@@ -50,11 +50,7 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 				return c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "key"}, &corev1.Secret{})
 			})
 			if tc.fail != "" {
-				r := &Reconciler{Client: &ctrltest.Failing{Client: c, Fail: map[string]bool{tc.fail: true}}}
-				res, err := r.Reconcile(ctx, req)
-				if !ctrltest.IsInjected(err) || res != (reconcile.Result{}) {
-					t.Fatalf("result %+v err %v; want the injected 503 returned and no timer", res, err)
-				}
+				ctrltest.ReturnsInjected(t, ctx, &Reconciler{Client: ctrltest.FailingOn(c, tc.fail)}, req)
 			}
 			res, err := (&Reconciler{Client: c}).Reconcile(ctx, req)
 			if err != nil || res != (reconcile.Result{}) {

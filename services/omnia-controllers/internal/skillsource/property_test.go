@@ -31,12 +31,7 @@ import (
 //     ConfigMap, needs no write.
 func TestDecideProperties(t *testing.T) {
 	counts := pt.Counts{}
-	pt.Run(t, func(r *rand.Rand) error {
-		s := genSnapshot(r)
-		d, err := pt.Decide(s, fresh, Decide, sameDecision)
-		if err != nil {
-			return err
-		}
+	pt.RunDecide(t, genSnapshot, fresh, Decide, sameDecision, func(r *rand.Rand, s Snapshot, d Decision) error {
 		if err := checkStatus(s, d); err != nil {
 			return err
 		}

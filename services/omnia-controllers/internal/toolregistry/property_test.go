@@ -33,12 +33,7 @@ import (
 //     round ran.
 func TestDecideProperties(t *testing.T) {
 	counts := pt.Counts{}
-	pt.Run(t, func(r *rand.Rand) error {
-		s := genSnapshot(r)
-		d, err := pt.Decide(s, fresh, Decide, sameDecision)
-		if err != nil {
-			return err
-		}
+	pt.RunDecide(t, genSnapshot, fresh, Decide, sameDecision, func(r *rand.Rand, s Snapshot, d Decision) error {
 		probing := Probing(s.Registry)
 		switch {
 		case probing && d.RequeueAfter < MinProbeInterval:

@@ -51,11 +51,7 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: tr.Name}}
 			ctrltest.Eventually(t, wait, func() error { return c.Get(ctx, req.NamespacedName, &omniav1.ToolRegistry{}) })
 			if tc.fail != "" {
-				f := &ctrltest.Failing{Client: c, Fail: map[string]bool{tc.fail: true}}
-				res, err := (&Reconciler{Client: f}).Reconcile(ctx, req)
-				if !ctrltest.IsInjected(err) || res != (reconcile.Result{}) {
-					t.Fatalf("result %+v err %v; want the injected 503 returned and no timer", res, err)
-				}
+				ctrltest.ReturnsInjected(t, ctx, &Reconciler{Client: ctrltest.FailingOn(c, tc.fail)}, req)
 			}
 			f := &ctrltest.Failing{Client: c}
 			res, err := (&Reconciler{Client: f}).Reconcile(ctx, req)

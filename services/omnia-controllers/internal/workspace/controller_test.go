@@ -204,11 +204,7 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 			newWorkspace(t, name, name)
 			req := reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}
 			ctrltest.Eventually(t, wait, func() error { return c.Get(context.Background(), req.NamespacedName, &omniav1.Workspace{}) })
-			failing := &ctrltest.Failing{Client: c, Fail: map[string]bool{tc.fail: true}}
-			res, err := (&Reconciler{Client: failing}).Reconcile(context.Background(), req)
-			if !ctrltest.IsInjected(err) || res != (reconcile.Result{}) {
-				t.Fatalf("result %+v err %v; want the injected 503 returned", res, err)
-			}
+			ctrltest.ReturnsInjected(t, context.Background(), &Reconciler{Client: ctrltest.FailingOn(c, tc.fail)}, req)
 			ws := &omniav1.Workspace{}
 			if err := env.Client.Get(context.Background(), req.NamespacedName, ws); err != nil {
 				t.Fatal(err)

@@ -19,15 +19,18 @@ func turnEnd(te *supervisorv1.TurnEnd) *realtimev1.TurnEnd {
 	return out
 }
 
-// sessionState maps the pod's session state to the public one.
+// sessionStates are the public session states of the pod's.
+var sessionStates = map[supervisorv1.SessionState]realtimev1.SessionState{
+	supervisorv1.SessionState_SESSION_STATE_IDLE:   realtimev1.SessionState_SESSION_STATE_IDLE,
+	supervisorv1.SessionState_SESSION_STATE_BUSY:   realtimev1.SessionState_SESSION_STATE_BUSY,
+	supervisorv1.SessionState_SESSION_STATE_CLOSED: realtimev1.SessionState_SESSION_STATE_CLOSED,
+}
+
+// sessionState maps the pod's session state to the public one; a state
+// the gateway does not know is UNSPECIFIED.
 func sessionState(s supervisorv1.SessionState) realtimev1.SessionState {
-	switch s {
-	case supervisorv1.SessionState_SESSION_STATE_IDLE:
-		return realtimev1.SessionState_SESSION_STATE_IDLE
-	case supervisorv1.SessionState_SESSION_STATE_BUSY:
-		return realtimev1.SessionState_SESSION_STATE_BUSY
-	case supervisorv1.SessionState_SESSION_STATE_CLOSED:
-		return realtimev1.SessionState_SESSION_STATE_CLOSED
+	if st, ok := sessionStates[s]; ok {
+		return st
 	}
 	return realtimev1.SessionState_SESSION_STATE_UNSPECIFIED
 }
