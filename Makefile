@@ -176,14 +176,23 @@ fuzz: ## Run every fuzz target for FUZZTIME each.
 	    done; done); done
 
 DEMO_BIN := $(CACHE)/demo/bin
+# What `make demo` builds while the control plane builds: the images the
+# platform runs from (no docker load: localnode runs them from the image
+# store) and the host binaries the demo runs itself. Each step is timed.
 .PHONY: demo
-demo: kube-binaries ## Run the platform locally: control plane, localnode, NATS, agent-controller, Prometheus, demo runs.
+demo: ## Install the platform locally with its Helm chart and images, and show it at work: Job, batch, realtime and Omnia runs, Prometheus figures.
 	@$(MAKE) --no-print-directory prometheus || echo "Prometheus could not be installed; the demo goes on without it"
-	@mkdir -p $(DEMO_BIN)
-	@echo "building the platform's binaries into $(DEMO_BIN)"
-	@CGO_ENABLED=0 go build -o $(DEMO_BIN)/ ./tools/kubestack ./tools/demo ./tools/agentctl ./tools/mockagent ./tools/fakevendor/cmd/fakevendor ./services/agent-controller ./services/supervisor ./services/batch-poller ./services/realtime-gateway ./services/omnia-controllers/cmd/omnia-controllers
-	@$(DEMO_BIN)/mockagent install $(DEMO_BIN)/bundle >/dev/null
-	@$(DEMO_BIN)/demo up --bin $(DEMO_BIN) --repo $(CURDIR)
+	@mkdir -p $(DEMO_BIN) $(CACHE)/demo/build
+	@timed() { local what=$$1 s e rc=0; shift; s=$$(date +%s); "$$@" || rc=$$?; e=$$(date +%s); \
+	  echo "make demo: $$what took $$((e-s))s (rc=$$rc)"; return $$rc; }; \
+	  s=$$(date +%s); echo "make demo: building the control plane, the images and the demo's binaries in parallel"; \
+	  timed "control plane (kube-binaries)" $(MAKE) --no-print-directory kube-binaries & kb=$$!; \
+	  timed "images (make images)" $(MAKE) --no-print-directory images IMAGES_DOCKER_LOAD=0 > $(CACHE)/demo/build/images.log 2>&1 & im=$$!; \
+	  timed "host binaries (kubestack, demo, agentctl)" env CGO_ENABLED=0 go build -o $(DEMO_BIN)/ ./tools/kubestack ./tools/demo ./tools/agentctl & hb=$$!; \
+	  rc=0; wait $$hb || rc=1; wait $$im && sed -n 's/^  /  images: /p' $(CACHE)/demo/build/images.log || { rc=1; echo "make images failed:"; tail -20 $(CACHE)/demo/build/images.log; }; wait $$kb || rc=1; \
+	  echo "make demo: built in $$(( $$(date +%s) - s ))s (the images' log: $(CACHE)/demo/build/images.log)"; exit $$rc
+	@s=$$(date +%s); $(DEMO_BIN)/demo up --bin $(DEMO_BIN) --repo $(CURDIR) --images $(IMAGES_DIR); rc=$$?; \
+	  echo "make demo: demo up took $$(( $$(date +%s) - s ))s (rc=$$rc)"; exit $$rc
 
 .PHONY: demo-down
 demo-down: ## Stop everything make demo started and remove its state.
@@ -209,10 +218,10 @@ IMAGE_ARCH ?= $(shell go env GOARCH)
 IMAGE_GOTOOLCHAIN ?= go$(shell sed -n 's/^go //p' $(CURDIR)/go.work)
 # A directory here makes imagebuild also write an OCI layout per image into it.
 IMAGES_OCI ?=
-IMAGES := agent-controller batch-poller realtime-gateway omnia-controllers supervisor fakevendor mockagent
+IMAGES := agent-controller batch-poller realtime-gateway omnia-controllers supervisor fakevendor mockagent nats
 IMAGE_PKGS := ./services/agent-controller ./services/batch-poller ./services/realtime-gateway \
   ./services/omnia-controllers/cmd/omnia-controllers ./services/supervisor \
-  ./tools/fakevendor/cmd/fakevendor ./tools/mockagent
+  ./tools/fakevendor/cmd/fakevendor ./tools/mockagent github.com/nats-io/nats-server/v2
 # Every service serves /metrics on 8080 and probes on 8081 (libs/service); two add gRPC.
 IMAGE_FLAGS_agent-controller := --port 8080 --port 8081
 IMAGE_FLAGS_batch-poller := --port 9090 --port 8080 --port 8081
@@ -220,9 +229,17 @@ IMAGE_FLAGS_realtime-gateway := --port 9443 --port 8080 --port 8081
 IMAGE_FLAGS_omnia-controllers := --port 8080 --port 8081
 # fakevendor listens on loopback by default, which a container cannot reach.
 IMAGE_FLAGS_fakevendor := --cmd=--addr=:8089 --port 8089
+# NATS for the demo (the version tools/go.mod requires), with JetStream
+# stored under /data (an emptyDir in the demo's pod).
+IMAGE_FILES_nats := --binary $(IMAGES_BIN)/nats-server=/nats-server
+IMAGE_FLAGS_nats := --cmd=-js --cmd=-sd --cmd=/data --port 4222
 # The mock CLIs on PATH under every vendor's name, for a Station's agent container.
 IMAGE_FILES_mockagent := --binary $(IMAGES_BIN)/mockagent=/usr/local/bin/mockagent \
   $(foreach v,claude codex gemini opencode,--symlink /usr/local/bin/$(v)=mockagent)
+
+# IMAGES_DOCKER_LOAD=0 skips `docker load` (make demo does: localnode runs
+# the tarballs themselves).
+IMAGES_DOCKER_LOAD ?= 1
 
 .PHONY: images
 images: ## Build an image per service and tool into $(CACHE)/images (docs/images.md); docker load them.
@@ -238,7 +255,8 @@ images: ## Build an image per service and tool into $(CACHE)/images (docs/images
 	  --created $(BUILD_DATE) --version $(VERSION) --revision $(REVISION) --arch $(IMAGE_ARCH) \
 	  --tarball $(IMAGES_DIR)/$(n)-$(VERSION).tar $(if $(IMAGES_OCI),--oci-layout $(IMAGES_OCI)/$(n)) \
 	  >> $(IMAGES_DIR)/summary.txt';) \
-	if command -v docker >/dev/null && docker info >/dev/null 2>&1; then \
+	if [ "$(IMAGES_DOCKER_LOAD)" = 0 ]; then echo "  docker load skipped (IMAGES_DOCKER_LOAD=0)"; \
+	elif command -v docker >/dev/null && docker info >/dev/null 2>&1; then \
 	  step "docker load $(words $(IMAGES)) images" sh -c 'for n in $(IMAGES); do docker load -q -i $(IMAGES_DIR)/$$n-$(VERSION).tar >/dev/null || exit 1; done'; \
 	else echo "  docker does not answer: not loaded (docker load -i $(IMAGES_DIR)/<name>-$(VERSION).tar)"; fi; \
 	echo; printf '%-40s %-71s  %-12s  %9s  %9s\n' IMAGE DIGEST ID SIZE UNPACKED; cat $(IMAGES_DIR)/summary.txt

@@ -15,8 +15,9 @@ import (
 // omniaLog is omnia-controllers' log.
 var omniaLog string
 
-// startOmnia starts omnia-controllers as the demo does: the agent pods run
-// the demo binary's runtime stand-in (BinDir is open to their user).
+// startOmnia starts omnia-controllers with the agent pods running
+// mockagent's Omnia runtime stand-in (BinDir is open to their user), on
+// the host network, where the demo runs it from the mockagent image.
 func startOmnia(ctx context.Context, work string) (func(), error) {
 	addrs, err := stack.FreeAddrs(1)
 	if err != nil {
@@ -25,7 +26,7 @@ func startOmnia(ctx context.Context, work string) (func(), error) {
 	omniaLog = filepath.Join(work, "omnia-controllers.log")
 	p, err := stack.StartProcess(ctx, omniaLog, filepath.Join(binDir, "omnia-controllers"),
 		"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", addrs[0], "--health-probe-bind-address", addrs[0],
-		"--runtime-image", "agentplane/omnia-runtime:e2e", "--runtime-command", filepath.Join(binDir, "demo")+",runtime",
+		"--runtime-image", "agentplane/omnia-runtime:e2e", "--runtime-command", filepath.Join(binDir, "mockagent")+",omnia-runtime",
 		"--provider-credential-probe=false")
 	if err == nil {
 		err = stack.WaitListening(addrs[0], p)

@@ -9,7 +9,7 @@
 // run goes Agent → batch-poller → tools/fakevendor behind the vendor SDKs
 // → Agent status, with the controller's batch component on; its realtime
 // run is prompted with agentctl through realtime-gateway; its Omnia
-// AgentRuntime runs the demo binary's runtime stand-in under
+// AgentRuntime runs mockagent's Omnia runtime stand-in under
 // omnia-controllers.
 package e2e
 
@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 	stack.Main(stack.Options{
 		Suite: "e2e", RootReason: "localnode runs containers in private mount namespaces", KubeUser: "agent-controller",
 		Packages: []string{"services/agent-controller", "services/supervisor", "tools/mockagent", "tools/agentctl", "services/batch-poller", "services/realtime-gateway",
-			"services/omnia-controllers/cmd/omnia-controllers", "tools/demo"},
+			"services/omnia-controllers/cmd/omnia-controllers"},
 	}, func(ctx context.Context, s *stack.Stack) int {
 		env, binDir, natsURL, kubeconfig = s.Env, s.BinDir, s.NATSURL, s.Kubeconfig
 		natsAuth, natsOpts = s.NATS, s.NATS.Options()

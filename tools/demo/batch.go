@@ -6,14 +6,10 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,57 +17,10 @@ import (
 	"github.com/agentplane/agentplane/tools/demo/scenario"
 )
 
-// The batch side's addresses: tools/fakevendor standing in for the
-// vendors' batch APIs, and batch-poller's gRPC server and its one port
-// for /metrics and the probes.
-const (
-	fakeVendorAddr       = "127.0.0.1:8089"
-	batchPollerGRPCAddr  = "127.0.0.1:9091"
-	batchPollerHTTPAddr  = "127.0.0.1:8082"
-	batchPollSeconds     = "1"
-	batchCallerNamespace = "default"
-	batchCallerName      = "agent-controller"
-)
-
-// startBatch starts the fake vendor server and batch-poller, and returns
-// the agent-controller's flags for batch runs. Outside a pod the
-// controller has no projected token, so it requests one for the
-// ServiceAccount default/agent-controller, the one caller batch-poller
-// admits (docs/batch-poller.md, "Callers").
-func startBatch(ctx context.Context, c client.Client, state, bin, kubeconfig, natsURL string) ([]string, error) {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: batchCallerNamespace, Name: batchCallerName}}
-	if err := c.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("create the batch caller's ServiceAccount: %w", err)
-	}
-	if _, err := spawn(state, "fakevendor", filepath.Join(bin, "fakevendor"), []string{
-		"--addr", fakeVendorAddr, "--api-key", scenario.BatchAPIKey, "--polls", "2"}, nil); err != nil {
-		return nil, err
-	}
-	if err := newWaiter(200*time.Millisecond).wait(ctx, "the fake vendor server on "+fakeVendorAddr, 20*time.Second, tcpUp(fakeVendorAddr)); err != nil {
-		return nil, fmt.Errorf("fakevendor did not start (log %s): %w", filepath.Join(state, "logs", "fakevendor.log"), err)
-	}
-	vendorURL := "http://" + fakeVendorAddr
-	if _, err := spawn(state, "batch-poller", filepath.Join(bin, "batch-poller"), []string{
-		"--kubeconfig", kubeconfig, "--grpc-bind-address", batchPollerGRPCAddr,
-		"--metrics-bind-address", batchPollerHTTPAddr, "--health-probe-bind-address", batchPollerHTTPAddr,
-		"--batch-poll-seconds", batchPollSeconds, "--nats-url", natsURL,
-		"--allowed-callers", "system:serviceaccount:" + batchCallerNamespace + ":" + batchCallerName,
-		// The vendors' SDKs, pointed at the fake vendor server.
-		"--anthropic-base-url", vendorURL + "/", "--openai-base-url", vendorURL + "/v1/", "--gemini-base-url", vendorURL + "/",
-	}, nil); err != nil {
-		return nil, err
-	}
-	readyz := "http://" + batchPollerHTTPAddr + "/readyz"
-	if err := newWaiter(300*time.Millisecond).wait(ctx, "batch-poller to be ready ("+readyz+")", 30*time.Second, httpOK(readyz)); err != nil {
-		return nil, fmt.Errorf("batch-poller is not ready (log %s): %w", filepath.Join(state, "logs", "batch-poller.log"), err)
-	}
-	return []string{"--batch-enabled", "--batch-poller-address", batchPollerGRPCAddr, "--batch-poll-seconds", batchPollSeconds,
-		"--batch-poller-service-account", batchCallerNamespace + "/" + batchCallerName}, nil
-}
-
 // showBatch launches the batch run and shows each of its stages as it
-// reaches it, then batch-poller's count of vendor polls.
-func showBatch(ctx context.Context, c client.Client) error {
+// reaches it, then batch-poller's count of vendor polls from its metrics
+// (pollerMetrics, the metrics Service's ClusterIP address).
+func showBatch(ctx context.Context, c client.Client, pollerMetrics string) error {
 	if err := scenario.ApplyBatch(ctx, c, demoNamespace, os.Stdout); err != nil {
 		return err
 	}
@@ -79,7 +28,7 @@ func showBatch(ctx context.Context, c client.Client) error {
 	if err != nil {
 		return err
 	}
-	metrics := "http://" + batchPollerHTTPAddr + "/metrics"
+	metrics := "http://" + pollerMetrics + "/metrics"
 	polls, errP := metricSum(metrics, `batch_poller_vendor_calls_total{op="poll",outcome="ok"`)
 	deletes, errD := metricSum(metrics, `batch_poller_vendor_calls_total{op="delete",outcome="ok"`)
 	if errP == nil && errD == nil {

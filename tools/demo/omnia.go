@@ -5,37 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/agentplane/agentplane/tools/demo/scenario"
 )
-
-// omniaHTTPAddr is omnia-controllers' one port for /metrics and the probes.
-const omniaHTTPAddr = "127.0.0.1:8084"
-
-// startOmnia starts omnia-controllers. The agent pods it builds run
-// runtime (the demo binary's `runtime` command, staged where the pods'
-// user may run it) in place of the Omnia runtime image, which localnode
-// runs on the host since no image store holds it.
-func startOmnia(ctx context.Context, state, bin, kubeconfig, runtime string) error {
-	if _, err := spawn(state, "omnia-controllers", filepath.Join(bin, "omnia-controllers"), []string{
-		"--kubeconfig", kubeconfig, "--leader-elect=false",
-		"--metrics-bind-address", omniaHTTPAddr, "--health-probe-bind-address", omniaHTTPAddr,
-		"--runtime-image", "agentplane/omnia-runtime:demo", "--runtime-command", runtime + ",runtime",
-		// The demo's Provider is a mock: there is no vendor key to probe.
-		"--provider-credential-probe=false",
-	}, nil); err != nil {
-		return err
-	}
-	readyz := "http://" + omniaHTTPAddr + "/readyz"
-	if err := newWaiter(300*time.Millisecond).wait(ctx, "omnia-controllers to be ready ("+readyz+")", 30*time.Second, httpOK(readyz)); err != nil {
-		return fmt.Errorf("omnia-controllers is not ready (log %s): %w", filepath.Join(state, "logs", "omnia-controllers.log"), err)
-	}
-	return nil
-}
 
 // showOmnia creates the PromptPack and the AgentRuntime, waits for it to
 // run, publishes the pack's next version and shows its rollout step by
@@ -79,7 +54,7 @@ func showOmniaStages(ctx context.Context, c client.Client, stages []scenario.Omn
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("%w (omnia-controllers log: %s)", err, filepath.Join(cacheRoot(), "demo", "state", "logs", "omnia-controllers.log"))
+			return fmt.Errorf("%w (see: kubectl -n %s logs deployment/omnia-controllers; kubectl -n %s get pods)", err, platformNS, demoNamespace)
 		}
 		fmt.Printf("  %-15s ── %s: %s\n", scenario.OmniaRuntime, st.What, st.Show(s))
 	}

@@ -23,8 +23,9 @@ type port struct {
 
 func loopback(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) }
 
-// demoPorts are every address `demo up` binds; Prometheus's only when the
-// demo starts one.
+// demoPorts are every address `demo up` binds on the host: the control
+// plane's and localnode's, and Prometheus's when the demo starts one. The
+// platform itself runs in pods, each on an address of its own.
 func demoPorts(withPrometheus bool) []port {
 	ps := []port{
 		{loopback(apiServerPort), "kube-apiserver", "another kube-apiserver, e.g. `make kubestack-up`"},
@@ -32,16 +33,6 @@ func demoPorts(withPrometheus bool) []port {
 		{loopback(etcdPort + 1), "etcd's peers", "another etcd"},
 		{loopback(controllerManagerPort), "kube-controller-manager", "another kube-controller-manager"},
 		{loopback(kubeletPort), "localnode's kubelet endpoint", "a kubelet or another localnode"},
-		{loopback(natsPort), "NATS", "another NATS server"},
-		{controllerAddr, "the agent-controller's metrics and probes", "another agent-controller"},
-		{fakeVendorAddr, "the fake vendor batch APIs (tools/fakevendor)", "another fakevendor"},
-		{batchPollerGRPCAddr, "batch-poller's gRPC server", "another batch-poller"},
-		{batchPollerHTTPAddr, "batch-poller's metrics and probes", "another batch-poller"},
-		{gatewayGRPCAddr, "realtime-gateway's gRPC server", "another realtime-gateway"},
-		{gatewayHTTPAddr, "realtime-gateway's metrics and probes", "another realtime-gateway"},
-		{omniaHTTPAddr, "omnia-controllers' metrics and probes", "another omnia-controllers"},
-		{runtimeHealthAddr, "the Omnia agent pods' health port (localnode runs pods on the host network)", "an agent-controller or omnia runtime started by hand, e.g. on its default :8081"},
-		{realtimePodAddr, "the realtime run pod's supervisor (localnode runs pods on the host network)", "a realtime run of another stack, e.g. a running `go test ./tests/realtime`"},
 	}
 	if withPrometheus {
 		ps = append(ps, port{prometheusAddr, "Prometheus", "another Prometheus"})

@@ -21,11 +21,16 @@ import (
 // prometheusAddr is where the demo's Prometheus serves its UI and API.
 const prometheusAddr = "127.0.0.1:9090"
 
+// scrapeTarget is one job Prometheus scrapes: a service's metrics
+// Service, by its ClusterIP address.
+type scrapeTarget struct{ job, addr string }
+
 // startPrometheus runs a Prometheus server (Debian's prometheus package;
-// `make prometheus` installs it) that scrapes the agent-controller every
-// 2 s and evaluates its alert rules. The demo goes on without it when the
-// binary is missing or its port is taken: it says why and returns nil.
-func startPrometheus(ctx context.Context, state, repo, target string) promv1.API {
+// `make prometheus` installs it) on the host that scrapes each target
+// every 2 s and evaluates the services' alert rules. The demo goes on
+// without it when the binary is missing or its port is taken: it says why
+// and returns nil.
+func startPrometheus(ctx context.Context, state, repo string, targets []scrapeTarget) promv1.API {
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		fmt.Println("  no prometheus binary: skipping metrics (make prometheus installs Debian's package)")
@@ -36,11 +41,19 @@ func startPrometheus(ctx context.Context, state, repo, target string) promv1.API
 		return nil
 	}
 	dir := filepath.Join(state, "prometheus")
+	var jobs []map[string]any
+	var rules []string
+	for _, t := range targets {
+		jobs = append(jobs, map[string]any{"job_name": t.job, "honor_labels": true,
+			"static_configs": []map[string]any{{"targets": []string{t.addr}}}})
+		if r := filepath.Join(repo, "deploy", "prometheus", t.job+".rules.yaml"); fileExists(r) {
+			rules = append(rules, r)
+		}
+	}
 	cfg, err := yaml.Marshal(map[string]any{
-		"global":     map[string]any{"scrape_interval": "2s", "evaluation_interval": "2s"},
-		"rule_files": []string{filepath.Join(repo, "deploy", "prometheus", "agent-controller.rules.yaml")},
-		"scrape_configs": []map[string]any{{"job_name": "agent-controller", "honor_labels": true,
-			"static_configs": []map[string]any{{"targets": []string{target}}}}},
+		"global":         map[string]any{"scrape_interval": "2s", "evaluation_interval": "2s"},
+		"rule_files":     rules,
+		"scrape_configs": jobs,
 	})
 	if err == nil {
 		err = os.MkdirAll(dir, 0o755)
@@ -66,6 +79,11 @@ func startPrometheus(ctx context.Context, state, repo, target string) promv1.API
 		return nil
 	}
 	return promv1.NewAPI(client)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // figure is one live figure the demo reads back from Prometheus.

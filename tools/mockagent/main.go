@@ -25,6 +25,10 @@
 //	           tool call whose result is the error or what it got; then a
 //	           successful result
 //
+// `mockagent omnia-runtime [--addr ADDR]` is instead a stand-in for the
+// Omnia runtime image (omnia.go): it answers an agent pod's readiness
+// probe, naming the pack version the pod was given.
+//
 // MOCKAGENT_STDERR_LINES=N also prints N diagnostic lines to stderr while
 // the events stream, and MOCKAGENT_IGNORE_TERM=1 makes the mock ignore
 // SIGTERM, so only SIGKILL stops it.
@@ -72,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case isVendor(name):
+	case len(rest) >= 1 && rest[0] == "omnia-runtime":
+		return omniaRuntime(rest[1:], stderr)
 	case len(rest) >= 1 && rest[0] == "install":
 		if len(rest) != 2 {
 			fmt.Fprintln(stderr, "usage: mockagent install DIR")

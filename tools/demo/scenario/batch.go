@@ -82,7 +82,7 @@ func ApplyBatch(ctx context.Context, c client.Client, ns string, out io.Writer) 
 	// fallback Job would use.
 	st := &agentsv1alpha1.Station{ObjectMeta: metav1.ObjectMeta{Name: batchStation, Namespace: ns},
 		Spec: agentsv1alpha1.StationSpec{AgentDefRef: batchStation, DeadlineMinutes: 5,
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "agentplane/runner:demo"}}}}}}
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{agentContainer()}}}}}
 	a := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Name: BatchRun, Namespace: ns},
 		Spec: agentsv1alpha1.AgentSpec{StationRef: batchStation, Parameters: map[string]string{"topic": "tides"}, TaskID: "demo-" + BatchRun}}
 	for _, obj := range []client.Object{def, st, a} {

@@ -57,7 +57,7 @@ func ApplyRealtime(ctx context.Context, c client.Client, ns string, out io.Write
 			Execution: agentsv1alpha1.ExecutionRealtime}}
 	st := &agentsv1alpha1.Station{ObjectMeta: metav1.ObjectMeta{Name: realtimeStation, Namespace: ns},
 		Spec: agentsv1alpha1.StationSpec{AgentDefRef: realtimeStation, DeadlineMinutes: 10,
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "agentplane/runner:demo"}}}}}}
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{agentContainer()}}}}}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: RealtimeCaller, Namespace: ns}}
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: RealtimeCaller + "-prompt", Namespace: ns}, Rules: []rbacv1.PolicyRule{{
 		APIGroups: []string{agentsv1alpha1.GroupVersion.Group}, Resources: []string{"agents/prompt"}, Verbs: []string{"create", "get"}}}}
@@ -83,11 +83,15 @@ func ApplyRealtime(ctx context.Context, c client.Client, ns string, out io.Write
 type Agentctl struct {
 	Bin, Gateway string
 	Global       []string
+	// GatewayFlags follow the gateway's address, e.g. --insecure for
+	// plaintext to a gateway's ClusterIP, which is not loopback.
+	GatewayFlags []string
 }
 
 // command is agentctl with args, its gateway flags after them.
 func (ac Agentctl) command(ctx context.Context, args ...string) *exec.Cmd {
 	all := append(append(append([]string{}, ac.Global...), args...), "--gateway", ac.Gateway, "--service-account", RealtimeCaller)
+	all = append(all, ac.GatewayFlags...)
 	return exec.CommandContext(ctx, ac.Bin, all...)
 }
 

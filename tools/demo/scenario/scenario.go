@@ -18,6 +18,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -50,8 +51,46 @@ var Runs = []Run{
 	{"nightly-report", "nightly", "references a Station that does not exist", nil, agentsv1alpha1.PhaseFailed, 1, `Station "nightly" not found`},
 }
 
+// AgentImage is, when set, the image of the agent container of every
+// Station the story creates (Apply, ApplyBatch, ApplyRealtime), never
+// pulled: the demo sets the mockagent image, which localnode runs from its
+// image store. Empty keeps the recipes' image (recipeImage), which
+// localnode in host mode, as tests/e2e runs it, does not look at.
+var AgentImage string
+
+// recipeImage is the agent image the recipes name.
+const recipeImage = "agentplane/runner:demo"
+
+// agentContainer is a Station's agent container: the recipes' image, or
+// AgentImage when set.
+func agentContainer() corev1.Container {
+	if AgentImage == "" {
+		return corev1.Container{Name: "agent", Image: recipeImage}
+	}
+	return corev1.Container{Name: "agent", Image: AgentImage, ImagePullPolicy: corev1.PullNever}
+}
+
+// setAgentImage gives every container of a Station's pod template
+// AgentImage, when set; other objects are left as they are.
+func setAgentImage(u *unstructured.Unstructured) error {
+	if AgentImage == "" || u.GetKind() != "Station" {
+		return nil
+	}
+	containers, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	if err != nil {
+		return err
+	}
+	for i, c := range containers {
+		if m, ok := c.(map[string]any); ok {
+			m["image"], m["imagePullPolicy"] = AgentImage, string(corev1.PullNever)
+			containers[i] = m
+		}
+	}
+	return unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
+}
+
 // Apply creates every object of the YAML manifests in dir in namespace ns
-// and reports each on out.
+// and reports each on out; a Station's agent runs AgentImage when set.
 func Apply(ctx context.Context, c client.Client, ns, dir string, out io.Writer) error {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
@@ -81,6 +120,9 @@ func Apply(ctx context.Context, c client.Client, ns, dir string, out io.Writer) 
 			}
 			u := &unstructured.Unstructured{Object: obj}
 			u.SetNamespace(ns)
+			if err := setAgentImage(u); err != nil {
+				return fmt.Errorf("%s: %s %s: %w", f, u.GetKind(), u.GetName(), err)
+			}
 			if err := c.Create(ctx, u); err != nil {
 				return fmt.Errorf("apply %s %s: %w", u.GetKind(), u.GetName(), err)
 			}
