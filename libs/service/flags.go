@@ -87,7 +87,7 @@ func (f *FlagSet) record(name string) {
 }
 
 // define defines a flag of type T on the underlying flag.FlagSet with set
-// (its method for T) and records it, as every typed XxxVar below does.
+// (its method for T) and records it, as each typed ...Var method below does.
 func define[T any](f *FlagSet, set func(p *T, name string, def T, usage string), p *T, name string, def T, usage string) {
 	set(p, name, def, usage)
 	f.record(name)
