@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -15,6 +16,7 @@ func TestBadEnvironment(t *testing.T) {
 		{"bytes must be a count", "MOCKAGENT_BYTES", "lots"},
 		{"exit must be a number", "MOCKAGENT_EXIT", "one"},
 		{"stderr lines must be a count", "MOCKAGENT_STDERR_LINES", "-3"},
+		{"steps must be a count", "MOCKAGENT_STEPS", "many"},
 		{"mode must be known", "MOCKAGENT_MODE", "explode"},
 	}
 	for _, tt := range tests {
@@ -29,6 +31,24 @@ func TestBadEnvironment(t *testing.T) {
 				t.Errorf("printed events before refusing: %q", out.String())
 			}
 		})
+	}
+}
+
+// TestStepsAddTextLines checks that MOCKAGENT_STEPS=N adds N numbered
+// assistant lines before the usual work, and that the run still succeeds.
+func TestStepsAddTextLines(t *testing.T) {
+	t.Setenv("MOCKAGENT_STEPS", "3")
+	var out, errOut bytes.Buffer
+	if code := run([]string{"gemini", "--output-format", "stream-json", "--prompt=x"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+	for i := 1; i <= 3; i++ {
+		if n := strings.Count(out.String(), fmt.Sprintf("Step %d of 3.", i)); n != 1 {
+			t.Errorf("step %d printed %d times, want once", i, n)
+		}
+	}
+	if !strings.Contains(out.String(), "Working on: x") {
+		t.Errorf("the usual work is missing after the steps: %q", out.String())
 	}
 }
 

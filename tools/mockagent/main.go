@@ -29,6 +29,9 @@
 // Omnia runtime image (omnia.go): it answers an agent pod's readiness
 // probe, naming the pack version the pod was given.
 //
+// MOCKAGENT_STEPS=N adds N assistant text lines ("Step i of N.") before
+// the usual work of success, slow and malformed, so a slow run streams
+// many events over a known time (fault tests cut NATS off meanwhile).
 // MOCKAGENT_STDERR_LINES=N also prints N diagnostic lines to stderr while
 // the events stream, and MOCKAGENT_IGNORE_TERM=1 makes the mock ignore
 // SIGTERM, so only SIGKILL stops it.

@@ -40,6 +40,8 @@ type config struct {
 	// stderrLines are diagnostics printed to stderr alongside the events,
 	// to exercise a reader that must drain both pipes.
 	stderrLines int
+	// steps are extra assistant text lines before the usual work.
+	steps int
 }
 
 func configFromEnv(inv invocation) (config, error) {
@@ -85,6 +87,13 @@ func configFromEnv(inv invocation) (config, error) {
 			return c, fmt.Errorf("MOCKAGENT_STDERR_LINES=%q is not a line count", s)
 		}
 		c.stderrLines = n
+	}
+	if s := os.Getenv("MOCKAGENT_STEPS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("MOCKAGENT_STEPS=%q is not a line count", s)
+		}
+		c.steps = n
 	}
 	if s := os.Getenv("MOCKAGENT_EXIT"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -226,6 +235,9 @@ func play(e emitter, inv invocation, c config, out, errOut io.Writer) int {
 		for n := 0; n < c.bytes && p.err == nil; n += len(chunk) {
 			p.line(e.text(chunk))
 		}
+	}
+	for i := 1; i <= c.steps && p.err == nil; i++ {
+		p.line(e.text(fmt.Sprintf("Step %d of %d.", i, c.steps)))
 	}
 	p.line(e.text("Working on: " + head(inv.prompt, 80)))
 	in := map[string]any{"command": "echo hello"}
