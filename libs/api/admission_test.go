@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/libs/testenv/kubeassets"
 )
 
 var env *testenv.Env
@@ -375,7 +376,7 @@ func TestPrinterColumnsInServerSideTables(t *testing.T) {
 // TestKubectlExplainDescribesFields runs the kubectl built with the control
 // plane against it, as a platform engineer would.
 func TestKubectlExplainDescribesFields(t *testing.T) {
-	assets, err := testenv.AssetsDir()
+	assets, err := kubeassets.AssetsDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +396,7 @@ func TestKubectlExplainDescribesFields(t *testing.T) {
 		{"agentruntimes.spec.promptPackRef", "PromptPack"},
 	} {
 		t.Run(c.field, func(t *testing.T) {
-			out, err := exec.Command(filepath.Join(assets, testenv.BinKubectl), "--kubeconfig", kc, "explain", c.field).CombinedOutput()
+			out, err := exec.Command(filepath.Join(assets, kubeassets.BinKubectl), "--kubeconfig", kc, "explain", c.field).CombinedOutput()
 			if err != nil {
 				t.Fatalf("kubectl explain %s: %v\n%s", c.field, err, out)
 			}

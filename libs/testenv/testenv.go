@@ -40,6 +40,7 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	omniav1alpha1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/testenv/kubeassets"
 )
 
 // Options shape the control plane of one test package.
@@ -105,7 +106,7 @@ func Run(m *testing.M, out **Env, opts Options) int {
 
 // Start brings up a control plane. Stop it with Stop.
 func Start(ctx context.Context, opts Options) (*Env, error) {
-	assets, err := AssetsDir()
+	assets, err := kubeassets.AssetsDir()
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +187,7 @@ func (e *Env) startControllerManager(ctx context.Context, assets string, timeout
 		return err
 	}
 	certDir := e.env.ControlPlane.APIServer.CertDir
-	cmd := exec.Command(filepath.Join(assets, BinControllerManager),
+	cmd := exec.Command(filepath.Join(assets, kubeassets.BinControllerManager),
 		"--kubeconfig="+kcPath,
 		"--secure-port=0",
 		"--leader-elect=false",

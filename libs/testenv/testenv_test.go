@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/libs/testenv/kubeassets"
 )
 
 var env *testenv.Env
@@ -64,7 +65,7 @@ func TestControllerManagerRunsJobs(t *testing.T) {
 
 func TestAssetsDirNamesTheMissingBinary(t *testing.T) {
 	t.Setenv("KUBEBUILDER_ASSETS", t.TempDir())
-	_, err := testenv.AssetsDir()
+	_, err := kubeassets.AssetsDir()
 	if err == nil || !strings.Contains(err.Error(), "make kube-binaries") {
 		t.Fatalf("want a hint to build the binaries, got %v", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/libs/testenv/kubeassets"
 	"github.com/agentplane/agentplane/tests/internal/charts"
 )
 
@@ -41,7 +42,7 @@ const (
 )
 
 // kubeVersion is the version the charts render for, the control plane's.
-var kubeVersion = &chartutil.KubeVersion{Version: testenv.KubeVersion, Major: "1", Minor: "36"}
+var kubeVersion = &chartutil.KubeVersion{Version: kubeassets.KubeVersion, Major: "1", Minor: "36"}
 
 // repoRoot is the repository root (the directory holding go.work).
 func repoRoot(t testing.TB) string {

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/libs/testenv/kubeassets"
 	"github.com/agentplane/agentplane/libs/testenv/rbacaudit"
 )
 
@@ -20,11 +20,11 @@ import (
 // control plane.
 func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	assets, err := testenv.AssetsDir()
+	assets, err := kubeassets.AssetsDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(assets, testenv.BinKubectl), "kustomize", dir)
+	cmd := exec.Command(filepath.Join(assets, kubeassets.BinKubectl), "kustomize", dir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

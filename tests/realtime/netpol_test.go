@@ -19,6 +19,7 @@ import (
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/realtime"
 	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/libs/testenv/kubeassets"
 	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
 	"github.com/agentplane/agentplane/tests/internal/charts"
 )
@@ -205,7 +206,7 @@ func namespaceLabels(t *testing.T, names ...string) map[string]map[string]string
 func renderInstall(t *testing.T) ([]*networkingv1.NetworkPolicy, map[string]*appsv1.Deployment) {
 	t.Helper()
 	ch := charts.LoadUmbrella(t)
-	docs, err := charts.Render(ch, "agentplane", platformNS, testenv.KubeVersion, "global: {batch: {enabled: true}, realtime: {enabled: true}}")
+	docs, err := charts.Render(ch, "agentplane", platformNS, kubeassets.KubeVersion, "global: {batch: {enabled: true}, realtime: {enabled: true}}")
 	if err != nil {
 		t.Fatal(err)
 	}

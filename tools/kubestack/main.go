@@ -29,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/libs/testenv/kubeassets"
 	"github.com/agentplane/agentplane/tools/kubestack/internal/build"
 	"github.com/agentplane/agentplane/tools/kubestack/internal/stack"
 	"github.com/agentplane/agentplane/tools/localnode/cli"
@@ -64,32 +64,13 @@ func runUntilSignalled(cmd string, args []string) error {
 	return run(ctx, cmd, args)
 }
 
-func buildOptions() build.Options {
-	return build.Options{
-		Dir:         assetsDir(),
-		WorkDir:     filepath.Join(testenv.CacheRoot(), "kube", "src"),
-		KubeVersion: testenv.KubeVersion,
-		EtcdVersion: testenv.EtcdVersion,
-		Binaries:    testenv.Binaries,
-		Log:         os.Stderr,
-	}
-}
-
-// assetsDir honours KUBEBUILDER_ASSETS so tests and kubestack agree.
-func assetsDir() string {
-	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
-		return d
-	}
-	return testenv.DefaultAssetsDir()
-}
-
 func run(ctx context.Context, cmd string, args []string) error {
-	defaultState := filepath.Join(testenv.CacheRoot(), "stack")
+	defaultState := filepath.Join(kubeassets.CacheRoot(), "stack")
 	switch cmd {
 	case "build":
-		return build.Ensure(ctx, buildOptions())
+		return build.Ensure(ctx, build.DefaultOptions(os.Stderr))
 	case "assets":
-		opts := buildOptions()
+		opts := build.DefaultOptions(os.Stderr)
 		if err := build.Ensure(ctx, opts); err != nil {
 			return err
 		}
@@ -117,14 +98,14 @@ func run(ctx context.Context, cmd string, args []string) error {
 				return fmt.Errorf("find kubestack's own binary to run localnode: %w", err)
 			}
 			node = &stack.LocalNode{Command: []string{self, "localnode"}, Port: *kubeletPort, PodNetwork: *podNetwork,
-				ImageCache: filepath.Join(testenv.CacheRoot(), "localnode", "rootfs")}
+				ImageCache: filepath.Join(kubeassets.CacheRoot(), "localnode", "rootfs")}
 			for _, d := range strings.Split(*imageStore, ":") {
 				if d != "" {
 					node.ImageStore = append(node.ImageStore, d)
 				}
 			}
 		}
-		opts := buildOptions()
+		opts := build.DefaultOptions(os.Stderr)
 		if err := build.Ensure(ctx, opts); err != nil {
 			return err
 		}
@@ -144,8 +125,8 @@ func run(ctx context.Context, cmd string, args []string) error {
 
 logs: %s
 stop: make kubestack-down   (or: go run ./tools/kubestack down)
-`, testenv.KubeVersion, r.Server, testenv.EtcdVersion, r.Kubeconfig,
-			filepath.Join(opts.Dir, testenv.BinKubectl), filepath.Join(opts.Dir, testenv.BinKubectl), filepath.Join(*dir, "logs"))
+`, kubeassets.KubeVersion, r.Server, kubeassets.EtcdVersion, r.Kubeconfig,
+			filepath.Join(opts.Dir, kubeassets.BinKubectl), filepath.Join(opts.Dir, kubeassets.BinKubectl), filepath.Join(*dir, "logs"))
 		return nil
 	case "localnode":
 		// Hidden: the localnode process `up` starts.
@@ -187,7 +168,7 @@ func defaultImageStore() string {
 	if v, ok := os.LookupEnv("AGENTPLANE_IMAGE_STORE"); ok {
 		return v
 	}
-	return filepath.Join(testenv.CacheRoot(), "images")
+	return filepath.Join(kubeassets.CacheRoot(), "images")
 }
 
 // defaultCRDDir finds deploy/crds of the enclosing repository (the directory

@@ -1,4 +1,8 @@
-package testenv
+// Package kubeassets names the pinned control-plane versions and where
+// their binaries are cached. It imports only the standard library, so the
+// small program that builds those binaries (tools/kubestack/kubebuild)
+// compiles in seconds on a cold machine and the long build starts at once.
+package kubeassets
 
 import (
 	"fmt"
@@ -57,7 +61,7 @@ func AssetsDir() (string, error) {
 	for _, b := range Binaries {
 		fi, err := os.Stat(filepath.Join(dir, b))
 		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return "", fmt.Errorf("control-plane binary %s missing in %s: run 'make kube-binaries' (or 'go run ./tools/kubestack build')", b, dir)
+			return "", fmt.Errorf("control-plane binary %s missing in %s: run 'make kube-binaries' (or 'go run ./tools/kubestack/kubebuild')", b, dir)
 		}
 	}
 	return dir, nil

@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/libs/testenv/kubeassets"
 	"github.com/agentplane/agentplane/tools/localnode/node"
 )
 
@@ -22,9 +22,9 @@ import (
 func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("localnode", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	kubeconfig := fs.String("kubeconfig", filepath.Join(testenv.CacheRoot(), "stack", "kubeconfig"), "kubeconfig of the control plane")
+	kubeconfig := fs.String("kubeconfig", filepath.Join(kubeassets.CacheRoot(), "stack", "kubeconfig"), "kubeconfig of the control plane")
 	name := fs.String("name", "localnode", "Node name")
-	stateDir := fs.String("state-dir", filepath.Join(testenv.CacheRoot(), "localnode"), "pod directories, volumes, logs and pid files")
+	stateDir := fs.String("state-dir", filepath.Join(kubeassets.CacheRoot(), "localnode"), "pod directories, volumes, logs and pid files")
 	port := fs.Int("kubelet-port", 10250, "HTTPS port of the kubelet log endpoint on 127.0.0.1 (0: any free port)")
 	stopPods := fs.Bool("stop-pods-on-exit", false, "kill every container process on exit instead of leaving them for the next run to adopt")
 	imageStore := fs.String("image-store", "", "image store: directories of `docker save` tarballs and OCI layouts, separated by ':'; a container whose image is there runs from it (chrooted), any other as a host process (empty: none)")

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/libs/testenv/kubeassets"
 )
 
 // TestLogsThroughAPIServer reads a multi-megabyte log through pods/log
@@ -128,11 +128,11 @@ func TestPreviousAndFollowLogs(t *testing.T) {
 // pod's log through the API server.
 func TestKubectlLogs(t *testing.T) {
 	t.Parallel()
-	assets, err := testenv.AssetsDir()
+	assets, err := kubeassets.AssetsDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubectl := filepath.Join(assets, testenv.BinKubectl)
+	kubectl := filepath.Join(assets, kubeassets.BinKubectl)
 	ns := env.Namespace(t)
 	createPod(t, ns, podSpec("hello", sh("main", "echo hello from localnode")))
 	waitPod(t, ns, "hello", "Succeeded", phaseIs(corev1.PodSucceeded))

@@ -22,6 +22,7 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/libs/testenv/kubeassets"
 )
 
 // The client rate limit of agent-controller (its defaults) and of
@@ -187,12 +188,12 @@ func kubeconfig(t *testing.T, dir, user string) string {
 // defaults. stop ends it.
 func startKCM(t *testing.T) (stop func()) {
 	t.Helper()
-	assets, err := testenv.AssetsDir()
+	assets, err := kubeassets.AssetsDir()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(filepath.Join(assets, testenv.BinControllerManager),
+	cmd := exec.Command(filepath.Join(assets, kubeassets.BinControllerManager),
 		"--kubeconfig="+kubeconfig(t, dir, "kube-controller-manager"),
 		"--secure-port=0", "--leader-elect=false", "--profiling=false",
 		"--controllers=job,serviceaccount",

@@ -25,6 +25,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentplane/agentplane/libs/testenv/kubeassets"
 )
 
 // ManifestName is the file inside a cache entry that records what was built.
@@ -53,6 +55,24 @@ type Options struct {
 	Binaries []string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+}
+
+// DefaultOptions builds the pinned versions (kubeassets) into their cache
+// entry, or into KUBEBUILDER_ASSETS when set, so tests and kubestack agree
+// on the directory; progress goes to log.
+func DefaultOptions(log io.Writer) Options {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = kubeassets.DefaultAssetsDir()
+	}
+	return Options{
+		Dir:         dir,
+		WorkDir:     filepath.Join(kubeassets.CacheRoot(), "kube", "src"),
+		KubeVersion: kubeassets.KubeVersion,
+		EtcdVersion: kubeassets.EtcdVersion,
+		Binaries:    kubeassets.Binaries,
+		Log:         log,
+	}
 }
 
 func (o Options) logf(format string, args ...any) {

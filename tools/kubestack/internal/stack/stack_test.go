@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/libs/testenv/kubeassets"
 )
 
 func freePort(t *testing.T) int {
@@ -84,7 +85,7 @@ func TestDownWithNothingRunningIsFine(t *testing.T) {
 // API server as its ServiceAccount (kubestack's certificate verified);
 // down stops localnode with the rest.
 func TestUpRunsARealControlPlane(t *testing.T) {
-	assets, err := testenv.AssetsDir()
+	assets, err := kubeassets.AssetsDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +129,8 @@ func TestUpRunsARealControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.GitVersion != testenv.KubeVersion {
-		t.Errorf("server reports %s, want %s (ldflags stamp)", v.GitVersion, testenv.KubeVersion)
+	if v.GitVersion != kubeassets.KubeVersion {
+		t.Errorf("server reports %s, want %s (ldflags stamp)", v.GitVersion, kubeassets.KubeVersion)
 	}
 
 	job := &batchv1.Job{
