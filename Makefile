@@ -28,6 +28,7 @@ LDFLAGS := -s -w -buildid= -X github.com/agentplane/agentplane/libs/service.vers
 # Every module of go.work, as paths relative to the repository root.
 MODULES := $(shell go list -m -f "{{.Dir}}" | sed "s|^$(CURDIR)/||")
 KUBESTACK := $(TOOLBIN)/kubestack
+KUBEBUILD := $(TOOLBIN)/kubebuild
 
 GOLANGCI_LINT := $(TOOLBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 BUF := $(TOOLBIN)/buf-$(BUF_VERSION)
@@ -46,9 +47,12 @@ build: ## Build every module.
 kubestack:
 	@go build -o $(KUBESTACK) ./tools/kubestack
 
+# kubebuild is `kubestack assets` alone: it compiles in seconds where
+# kubestack (client-go, localnode) takes minutes on a cold machine, so the
+# long build starts at once. It prints the binaries' directory.
 .PHONY: kube-binaries
-kube-binaries: kubestack ## Build (once, cached) etcd, kube-apiserver, kube-controller-manager and kubectl.
-	@$(KUBESTACK) build
+kube-binaries: ## Build (once, cached) etcd, kube-apiserver, kube-controller-manager and kubectl.
+	@go build -o $(KUBEBUILD) ./tools/kubestack/kubebuild && $(KUBEBUILD) >/dev/null
 
 .PHONY: prometheus
 prometheus: ## Install Prometheus and promtool (Debian's prometheus package) when missing: tests/observability runs them.
@@ -64,17 +68,23 @@ test-rules: prometheus ## Check the alert rules and run their unit tests with pr
 
 .PHONY: test
 test: kube-binaries images prometheus ## Run unit and integration tests against a real control plane (and the install suite on the images).
-	@assets="$$($(KUBESTACK) assets)"; \
+	@assets="$$($(KUBEBUILD))"; \
 	for m in $(MODULES); do \
 	  echo "== go test $$m"; \
-	  (cd $$m && KUBEBUILDER_ASSETS="$$assets" go test -count=1 $(TEST_FLAGS) ./...); \
+	  flags='$(TEST_FLAGS)'; if [ "$$m" = tests ]; then flags='$(TEST_FLAGS_tests)'; fi; \
+	  (cd $$m && KUBEBUILDER_ASSETS="$$assets" go test -count=1 $$flags ./...); \
 	done
 
-# The race detector is on for every test: most packages run goroutines (a
-# controller's workers, informers, the supervisor's streams). TEST_FLAGS=
-# turns it off for a quicker local run. Suites that build binaries in
-# TestMain can pass go test's default 10 min on a cold, loaded machine.
+# The race detector is on for the services, libs and tools: most packages
+# run goroutines (a controller's workers, informers, the supervisor's
+# streams). TEST_FLAGS= turns it off for a quicker local run. Suites that
+# build binaries in TestMain can pass go test's default 10 min on a cold,
+# loaded machine. The tests/ module is the exception: its suites drive the
+# services as separate processes and containers, built without the race
+# detector, so there it would instrument only the harness, at twice the
+# compile time (the Helm SDK, testcontainers, client-go).
 TEST_FLAGS ?= -race -timeout 30m
+TEST_FLAGS_tests ?= -timeout 30m
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane (hack/unit-packages.sh picks them), in about a minute.
@@ -136,10 +146,12 @@ generate-dashboards: ## Write the Grafana dashboards (tools/dashboards) into dep
 	go run ./tools/dashboards -out deploy/dashboards -helm helm
 
 .PHONY: generate-docs
-generate-docs: kube-binaries ## Rewrite each service's flag table in docs/ from its flag definitions.
-	@assets="$$($(KUBESTACK) assets)"; \
-	for m in $(filter services/%,$(MODULES)); do \
-	  (cd $$m && KUBEBUILDER_ASSETS="$$assets" AGENTPLANE_UPDATE_DOCS=1 go test -count=1 -run '^TestTheDocsListEveryFlag$$' ./... >/dev/null); \
+generate-docs: ## Rewrite each service's flag table in docs/ from its flag definitions.
+	@# Only the packages holding the docs test: go test ./... would compile
+	@# every test binary of every service for one test each.
+	@for m in $(filter services/%,$(MODULES)); do \
+	  pkgs="$$(cd $$m && grep -rl --include='*_test.go' 'func TestTheDocsListEveryFlag' . | xargs -n1 dirname | sort -u)"; \
+	  (cd $$m && AGENTPLANE_UPDATE_DOCS=1 go test -count=1 -run '^TestTheDocsListEveryFlag$$' $$pkgs >/dev/null); \
 	done
 
 .PHONY: verify-generate
@@ -154,12 +166,22 @@ lint: $(GOLANGCI_LINT) $(BUF) ## gofmt, go vet, golangci-lint and buf lint.
 	@for m in $(MODULES); do (cd $$m && go vet ./... && $(GOLANGCI_LINT) run --allow-parallel-runners ./...); done
 	cd proto && $(BUF) lint
 
+.PHONY: test-containers
+test-containers: images ## Run the fault suites (tests/containers): the images as Docker containers, killed and cut off, at the size CI runs.
+	cd tests && go test -count=1 -timeout 30m -v ./containers/...
+
+CHAOS_OUT ?= $(CACHE)/chaos/latest.md
+.PHONY: chaos
+chaos: images ## Run the fault suites at full size (AGENTPLANE_CHAOS=1); figures go to $(CHAOS_OUT).
+	@mkdir -p $(dir $(CHAOS_OUT)) && : > $(CHAOS_OUT)
+	cd tests && AGENTPLANE_CHAOS=1 AGENTPLANE_BENCH_OUT=$(CHAOS_OUT) go test -count=1 -timeout 90m -v ./containers/...
+
 BENCH_N ?= 1000
 BENCH_OUT ?= $(CACHE)/bench/latest.md
 .PHONY: bench
 bench: kube-binaries ## Run the benchmarks; figures go to $(BENCH_OUT) (copy them into docs/benchmarks.md).
 	@mkdir -p $(dir $(BENCH_OUT)) && : > $(BENCH_OUT)
-	@assets="$$($(KUBESTACK) assets)"; \
+	@assets="$$($(KUBEBUILD))"; \
 	for m in $(MODULES); do \
 	  (cd $$m && KUBEBUILDER_ASSETS="$$assets" AGENTPLANE_BENCH=1 AGENTPLANE_BENCH_N=$(BENCH_N) AGENTPLANE_BENCH_OUT=$(BENCH_OUT) \
 	    go test -count=1 -timeout 60m -run '^TestBench' -bench . -benchtime 2s ./... | grep -E '^(Benchmark|ok|FAIL|---)' || true); \

@@ -257,19 +257,29 @@ func (e *Emitter) WriteLine(b []byte) error {
 	return err
 }
 
-// Close flushes the sinks and the publisher, bounded by timeout, writes
-// the delivery summary to the termination log, and records the last
-// sequence in seqFile when it is not empty.
+// Close flushes the sinks and the publisher, each bounded by timeout,
+// writes the delivery summary to the termination log, and records the
+// last sequence in seqFile when it is not empty.
 func (e *Emitter) Close(timeout time.Duration, seqFile string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+	return e.CloseWithin(timeout, timeout, seqFile)
+}
+
+// CloseWithin is Close with the NATS flush bounded apart from the sinks'.
+// The stream is the run's durable record and the publisher's buffer holds
+// what an outage kept back, so the run may wait longer for NATS to return
+// than for a receiver that is down.
+func (e *Emitter) CloseWithin(sinks, nats time.Duration, seqFile string) error {
 	var errs []error
+	ctx, cancel := context.WithTimeout(context.Background(), sinks)
+	defer cancel()
 	if err := e.set.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	var sum runspec.Summary
 	if e.pub != nil {
-		if err := e.pub.Close(ctx); err != nil {
+		nctx, ncancel := context.WithTimeout(context.Background(), nats)
+		defer ncancel()
+		if err := e.pub.Close(nctx); err != nil {
 			errs = append(errs, err)
 		}
 		st := e.pub.Stats()

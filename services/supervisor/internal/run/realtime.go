@@ -145,9 +145,7 @@ func (r *runner) realtime(plan *cli.Plan) int {
 		fmt.Fprintf(r.opts.Stderr, "supervisor: %s: realtime session ended\n", reason)
 		r.em.Lifecycle("agent", "failed", reason, &c32, "")
 	}
-	if ferr := r.em.Close(flushTimeout, ""); ferr != nil {
-		r.log.Warn("not every event was delivered", "err", ferr)
-	}
+	r.closeEvents(reason)
 	return code
 }
 

@@ -61,10 +61,32 @@ const (
 // exited: a grandchild may still hold the pipe open.
 const readerGrace = 2 * time.Second
 
-// flushTimeout bounds delivery of what the sinks and NATS still hold at
-// exit. It is short because at the deadline the Job's own deadline is
-// only seconds away (the controller leaves 10 s).
+// flushTimeout bounds delivery of what the sinks still hold at exit, and
+// of NATS when no more time is left. It is short because at the deadline
+// the Job's own deadline is only seconds away (the controller leaves 10 s).
 const flushTimeout = 5 * time.Second
+
+// maxNATSFlush bounds the wait for NATS at exit when the run ended well
+// inside its deadline: events an outage kept back (up to
+// emit.PublishBuffer of them) reach the stream when NATS is back within
+// this long, instead of being dropped after flushTimeout.
+const maxNATSFlush = time.Minute
+
+// natsFlush is how long the exit flush may wait for NATS: maxNATSFlush,
+// cut so that it ends a second before the Job's own deadline
+// (runspec.DeadlineMargin after the run's, counted from origin), never
+// under flushTimeout; flushTimeout alone once the pod is being stopped,
+// whose grace period is the kubelet's.
+func natsFlush(now, origin time.Time, deadline time.Duration, terminated bool) time.Duration {
+	if terminated {
+		return flushTimeout
+	}
+	d := maxNATSFlush
+	if deadline > 0 {
+		d = min(d, origin.Add(deadline+runspec.DeadlineMargin-time.Second).Sub(now))
+	}
+	return max(d, flushTimeout)
+}
 
 // Options configures Main.
 type Options struct {
@@ -150,10 +172,18 @@ func (r *runner) finish(code int, reason string, err error) int {
 		r.log.Error("agent failed", "reason", reason, "exit_code", code)
 		r.em.Lifecycle("agent", "failed", reason, &c32, "")
 	}
-	if ferr := r.em.Close(flushTimeout, ""); ferr != nil {
-		r.log.Warn("not every event was delivered", "err", ferr)
-	}
+	r.closeEvents(reason)
 	return code
+}
+
+// closeEvents flushes the sinks (flushTimeout) and NATS (natsFlush) after
+// the terminal event.
+func (r *runner) closeEvents(reason string) {
+	origin := deadlineOrigin(r.opts.Start, filepath.Join(r.opts.AgentDir, emit.StartedFile))
+	nats := natsFlush(time.Now(), origin, r.opts.Env.Deadline, reason == ReasonTerminated)
+	if err := r.em.CloseWithin(flushTimeout, nats, ""); err != nil {
+		r.log.Warn("not every event was delivered", "err", err)
+	}
 }
 
 // supervise waits for the CLI to end: by itself, after its result line
