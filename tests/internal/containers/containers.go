@@ -49,7 +49,7 @@ func RequireImages(ctx context.Context, refs ...string) error {
 	if err != nil {
 		return fmt.Errorf("docker: %w", err)
 	}
-	defer dc.Close()
+	defer func() { _ = dc.Close() }()
 	var missing []string
 	for _, ref := range refs {
 		if _, err := dc.ImageInspect(ctx, ref); err != nil {
@@ -284,7 +284,7 @@ func (c *Container) ReadFile(path string) []byte {
 	if err != nil {
 		c.net.t.Fatalf("copy %s out of %s: %v", path, c.alias, err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	b, err := io.ReadAll(rc)
 	if err != nil {
 		c.net.t.Fatalf("copy %s out of %s: %v", path, c.alias, err)
@@ -301,7 +301,7 @@ func (c *Container) Output() string {
 	if err != nil {
 		c.net.t.Fatalf("%s's logs: %v", c.alias, err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	b, err := io.ReadAll(rc)
 	if err != nil {
 		c.net.t.Fatalf("%s's logs: %v", c.alias, err)
@@ -319,7 +319,7 @@ func logTail(ctx context.Context, t testing.TB, alias string, c testcontainers.C
 		t.Logf("%s's logs: %v", alias, err)
 		return
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	b, err := io.ReadAll(rc)
 	if err != nil {
 		t.Logf("%s's logs: %v", alias, err)
