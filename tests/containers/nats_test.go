@@ -29,7 +29,7 @@ import (
 // supervisor holds back for NATS (its buffer during the run, its exit
 // flush after it; docs/supervisor.md), so none may be dropped.
 func TestNATSKilledAndRestartedMidRun(t *testing.T) {
-	steps := size(300, 1000)
+	steps := size(400, 1000)
 	delay := size(50*time.Millisecond, 40*time.Millisecond)
 	// A run lasts about steps×delay.
 	runFor := time.Duration(steps) * delay
@@ -113,7 +113,7 @@ func natsOutage(t *testing.T, runs, steps int, delay, killAt, outage time.Durati
 			t.Errorf("%s emitted %d events; the stream holds %d and %d were counted dropped", p.name, n, len(evs), sum.NATSDropped)
 		}
 		if sum.NATSDropped != 0 {
-			t.Errorf("%s dropped %d events across a %s outage, shorter than its publisher's buffer", p.name, sum.NATSDropped, outage)
+			t.Errorf("%s dropped %d events across a %s outage, shorter than what its supervisor holds back for NATS", p.name, sum.NATSDropped, outage)
 		}
 		if len(evs) > 0 && lifecycleOf(evs[len(evs)-1]) != "agent/succeeded" {
 			t.Errorf("%s's stream ends with %v, not the run's success", p.name, evs[len(evs)-1].GetKind())
