@@ -1,8 +1,8 @@
 // Package containers runs the project's own images (`make images`) as
 // Docker containers on a private network, for the fault suites of
-// tests/containers: each container can be killed, stopped, paused or cut
-// off its network, and every container and network a test starts is
-// removed by the test itself (no reaper image exists on these machines,
+// tests/containers: a suite kills a container mid-work and starts it
+// again, and every container and network a test starts is removed by the
+// test itself (no reaper image exists on these machines,
 // so testcontainers-go runs with Ryuk disabled).
 package containers
 
@@ -93,9 +93,6 @@ func NewNet(t testing.TB) *Net {
 	})
 	return &Net{t: t, docker: dc, net: nw}
 }
-
-// Name is the network's Docker name.
-func (n *Net) Name() string { return n.net.Name }
 
 // Spec is one container to start.
 type Spec struct {
@@ -198,38 +195,6 @@ func (c *Container) Restart() {
 	}
 }
 
-// Pause freezes every process of the container (cgroup freezer): it
-// holds its connections but answers nothing.
-func (c *Container) Pause() {
-	c.net.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	if _, err := c.net.docker.ContainerPause(ctx, c.GetContainerID(), client.ContainerPauseOptions{}); err != nil {
-		c.net.t.Fatalf("pause %s: %v", c.alias, err)
-	}
-}
-
-// Unpause thaws a paused container.
-func (c *Container) Unpause() {
-	c.net.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	if _, err := c.net.docker.ContainerUnpause(ctx, c.GetContainerID(), client.ContainerUnpauseOptions{}); err != nil {
-		c.net.t.Fatalf("unpause %s: %v", c.alias, err)
-	}
-}
-
-// Disconnect cuts the container off the network: its peers' packets and
-// name lookups fail until Connect.
-func (c *Container) Disconnect() {
-	c.net.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	if _, err := c.net.docker.NetworkDisconnect(ctx, c.net.net.ID, client.NetworkDisconnectOptions{Container: c.GetContainerID(), Force: true}); err != nil {
-		c.net.t.Fatalf("disconnect %s: %v", c.alias, err)
-	}
-}
-
 // HostAddr is host:port where the test reaches the container's port
 // (e.g. "4222/tcp") from the host; it changes when the container restarts.
 func (c *Container) HostAddr(port string) string {
@@ -271,42 +236,27 @@ func (c *Container) waitExited(ctx context.Context) int {
 	}
 }
 
-// ReadFile copies one file out of the container (running or not).
-func (c *Container) ReadFile(path string) []byte {
-	c.net.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	dc, ok := c.Container.(*testcontainers.DockerContainer)
-	if !ok {
-		c.net.t.Fatalf("%s is not a Docker container", c.alias)
-	}
-	rc, err := dc.CopyFileFromContainer(ctx, path)
-	if err != nil {
-		c.net.t.Fatalf("copy %s out of %s: %v", path, c.alias, err)
-	}
-	defer func() { _ = rc.Close() }()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		c.net.t.Fatalf("copy %s out of %s: %v", path, c.alias, err)
-	}
-	return b
-}
-
 // Output is everything the container wrote to stdout and stderr so far.
 func (c *Container) Output() string {
 	c.net.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	rc, err := c.Logs(ctx)
+	out, err := readLogs(ctx, c.Container)
 	if err != nil {
 		c.net.t.Fatalf("%s's logs: %v", c.alias, err)
+	}
+	return out
+}
+
+// readLogs reads a container's output.
+func readLogs(ctx context.Context, c testcontainers.Container) (string, error) {
+	rc, err := c.Logs(ctx)
+	if err != nil {
+		return "", err
 	}
 	defer func() { _ = rc.Close() }()
 	b, err := io.ReadAll(rc)
-	if err != nil {
-		c.net.t.Fatalf("%s's logs: %v", c.alias, err)
-	}
-	return string(b)
+	return string(b), err
 }
 
 // logLines is how much of a container's output a failed test shows.
@@ -314,17 +264,11 @@ const logLines = 40
 
 // logTail puts the end of a container's output in the test's log.
 func logTail(ctx context.Context, t testing.TB, alias string, c testcontainers.Container) {
-	rc, err := c.Logs(ctx)
-	if err != nil {
-		t.Logf("%s's logs: %v", alias, err)
-		return
-	}
-	defer func() { _ = rc.Close() }()
-	b, err := io.ReadAll(rc)
+	out, err := readLogs(ctx, c)
 	if err != nil {
 		t.Logf("%s's logs: %v", alias, err)
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	if len(lines) > logLines {
 		lines = lines[len(lines)-logLines:]
 	}
