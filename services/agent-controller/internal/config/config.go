@@ -15,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/libs/grpcauth"
 	"github.com/agentplane/agentplane/libs/natsauth"
 	"github.com/agentplane/agentplane/libs/service"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/controller"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/runpolicy"
 )
@@ -131,10 +132,10 @@ func NewFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 	fs.AddLeaderElection(&c.LeaderElection, LeaseName)
 	fs.StringVar(&c.WatchNamespace, "watch-namespace", "", "only reconcile Agents of this namespace; all namespaces when empty")
 	fs.IntVar(&c.MaxOutputBytes, "max-output-bytes", 262144, "cap of status.output in bytes")
-	fs.DurationVar(&c.PollInterval, "poll-interval", 15*time.Second, "period of the full LIST that backs up the watch; at least 1s")
+	fs.DurationVar(&c.PollInterval, "poll-interval", controller.DefaultPollInterval, "period of the full LIST that backs up the watch; at least 1s")
 	// Each reconcile mostly waits on the API server: with 4 workers a
 	// burst's runs queue behind each other (docs/benchmarks.md).
-	fs.IntVar(&c.Workers, "workers", 32, "Agents reconciled at once")
+	fs.IntVar(&c.Workers, "workers", controller.DefaultWorkers, "Agents reconciled at once")
 	fs.Int64Var(&c.PageSize, "page-size", 500, "LIST page size")
 	fs.StringVar(&c.SupervisorImage, "supervisor-image", DefaultSupervisorImage(),
 		"image of the run pod's init container, carrying the supervisor bundle; agentplane/supervisor tagged with this binary's version by default")

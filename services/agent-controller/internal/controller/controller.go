@@ -33,6 +33,16 @@ import (
 // counts and pruning read the cache instead of listing per reconcile.
 const byStation = "station"
 
+// Defaults of Options, and of the flags that set them (--workers,
+// --poll-interval).
+const (
+	// DefaultWorkers: a reconcile mostly waits on the API server, so many
+	// run at once (docs/benchmarks.md).
+	DefaultWorkers = 32
+	// DefaultPollInterval is the period of the full LIST behind the watch.
+	DefaultPollInterval = 15 * time.Second
+)
+
 // Options configure a Controller.
 type Options struct {
 	// Namespace limits the controller to one namespace; "" watches all.
@@ -109,11 +119,10 @@ type Controller struct {
 // New returns a Controller; Run starts it.
 func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts Options) *Controller {
 	if opts.Workers <= 0 {
-		// As --workers: a reconcile mostly waits on the API server.
-		opts.Workers = 32
+		opts.Workers = DefaultWorkers
 	}
 	if opts.PollInterval <= 0 {
-		opts.PollInterval = 15 * time.Second
+		opts.PollInterval = DefaultPollInterval
 	}
 	if opts.PageSize <= 0 {
 		opts.PageSize = 500
