@@ -32,7 +32,7 @@ func init() {
 	_ = os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
 }
 
-// Image is the reference of one of the project's images at the version
+// Image is the name and tag of one of the project's images at the version
 // in the repository's VERSION file, e.g. agentplane/nats:0.1.0.
 func Image(root, name string) (string, error) {
 	raw, err := os.ReadFile(filepath.Join(root, "VERSION"))
@@ -99,7 +99,7 @@ type Spec struct {
 	// Alias is the container's name on the network: the others reach it
 	// by it.
 	Alias string
-	// Image is the image reference (see Image).
+	// Image is the image's name and tag (see Image).
 	Image string
 	// Entrypoint and Cmd replace the image's.
 	Entrypoint, Cmd []string
