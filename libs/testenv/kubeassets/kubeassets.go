@@ -50,14 +50,21 @@ func DefaultAssetsDir() string {
 	return filepath.Join(CacheRoot(), "kube", KubeVersion+"-etcd-"+EtcdVersion)
 }
 
-// AssetsDir returns the directory holding the control-plane binaries:
-// KUBEBUILDER_ASSETS when set, else DefaultAssetsDir. It fails with a one-line
-// hint when a binary is missing, rather than letting a test hang on startup.
-func AssetsDir() (string, error) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		dir = DefaultAssetsDir()
+// Dir is where the control-plane binaries are, or are to be built:
+// KUBEBUILDER_ASSETS when set, else DefaultAssetsDir, so tests and the
+// builder agree on it.
+func Dir() string {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		return d
 	}
+	return DefaultAssetsDir()
+}
+
+// AssetsDir returns Dir once it holds every control-plane binary. It fails
+// with a one-line hint when a binary is missing, rather than letting a test
+// hang on startup.
+func AssetsDir() (string, error) {
+	dir := Dir()
 	for _, b := range Binaries {
 		fi, err := os.Stat(filepath.Join(dir, b))
 		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {

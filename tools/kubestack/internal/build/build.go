@@ -57,16 +57,11 @@ type Options struct {
 	Log io.Writer
 }
 
-// DefaultOptions builds the pinned versions (kubeassets) into their cache
-// entry, or into KUBEBUILDER_ASSETS when set, so tests and kubestack agree
-// on the directory; progress goes to log.
+// DefaultOptions builds the pinned versions into kubeassets.Dir; progress
+// goes to log.
 func DefaultOptions(log io.Writer) Options {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		dir = kubeassets.DefaultAssetsDir()
-	}
 	return Options{
-		Dir:         dir,
+		Dir:         kubeassets.Dir(),
 		WorkDir:     filepath.Join(kubeassets.CacheRoot(), "kube", "src"),
 		KubeVersion: kubeassets.KubeVersion,
 		EtcdVersion: kubeassets.EtcdVersion,
