@@ -17,14 +17,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/agentplane/agentplane/tools/kubestack/controlplane"
 )
 
-// serviceClusterIP is the first address of the service range; the apiserver
-// serving certificate covers it so in-cluster clients can verify it.
+// Files inside a state directory beside the PKI's.
 const (
-	serviceClusterRange = "10.0.0.0/24"
-	serviceClusterIP    = "10.0.0.1"
-	stateFile           = "stack.json"
+	stateFile      = "stack.json"
+	kubeconfigFile = "kubeconfig"
 )
 
 // Config describes one local control plane.
@@ -142,14 +142,14 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 			return nil, fmt.Errorf("create %s: %w", d, err)
 		}
 	}
-	token, err := writePKI(cfg.Dir)
+	token, err := controlplane.WritePKI(cfg.Dir)
 	if err != nil {
 		return nil, err
 	}
 	server := "https://" + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.APIServerPort))
 	kc := filepath.Join(cfg.Dir, kubeconfigFile)
-	caFile := filepath.Join(cfg.Dir, caCertFile)
-	if err := os.WriteFile(kc, []byte(kubeconfig(server, caFile, token)), 0o600); err != nil {
+	caFile := filepath.Join(cfg.Dir, controlplane.CACertFile)
+	if err := os.WriteFile(kc, []byte(controlplane.Kubeconfig(server, caFile, token)), 0o600); err != nil {
 		return nil, fmt.Errorf("write kubeconfig: %w", err)
 	}
 
@@ -166,12 +166,8 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 	etcdURL := "http://" + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.EtcdPort))
 	peerURL := "http://" + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.EtcdPeerPort))
 	fmt.Fprintf(cfg.Log, "kubestack: starting etcd on %s\n", etcdURL)
-	etcd, err := start("etcd", filepath.Join(cfg.Assets, "etcd"), filepath.Join(cfg.Dir, "logs", "etcd.log"), []string{
-		"--name=kubestack", "--data-dir=" + filepath.Join(cfg.Dir, "etcd"),
-		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
-		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
-		"--initial-cluster=kubestack=" + peerURL, "--unsafe-no-fsync=true",
-	})
+	etcd, err := start("etcd", filepath.Join(cfg.Assets, "etcd"), filepath.Join(cfg.Dir, "logs", "etcd.log"),
+		controlplane.Etcd{Name: "kubestack", DataDir: filepath.Join(cfg.Dir, "etcd"), ClientURL: etcdURL, PeerURL: peerURL}.Args())
 	if err != nil {
 		return nil, err
 	}
@@ -186,27 +182,10 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 
 	// kube-apiserver
 	fmt.Fprintf(cfg.Log, "kubestack: starting kube-apiserver on %s\n", server)
-	apiArgs := []string{
-		"--etcd-servers=" + etcdURL,
-		"--bind-address=" + cfg.Host, "--advertise-address=" + cfg.Host, "--secure-port=" + strconv.Itoa(cfg.APIServerPort),
-		"--cert-dir=" + filepath.Join(cfg.Dir, "certs"),
-		"--tls-cert-file=" + filepath.Join(cfg.Dir, servingCertFile), "--tls-private-key-file=" + filepath.Join(cfg.Dir, servingKeyFile),
-		"--client-ca-file=" + caFile,
-		"--token-auth-file=" + filepath.Join(cfg.Dir, tokenFile),
-		"--authorization-mode=RBAC",
-		// As OpenShift does: setting blockOwnerDeletion needs update on the
-		// owner's finalizers, so a controller's RBAC is checked for it here.
-		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--api-audiences=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file=" + filepath.Join(cfg.Dir, saPubFile),
-		"--service-account-signing-key-file=" + filepath.Join(cfg.Dir, saKeyFile),
-		"--service-cluster-ip-range=" + serviceClusterRange,
-		"--allow-privileged=true",
-		// The local node has only an InternalIP; never try DNS for it.
-		"--kubelet-preferred-address-types=InternalIP",
-		"--profiling=false",
-	}
+	apiArgs := controlplane.APIServer{
+		EtcdURL: etcdURL, BindAddress: cfg.Host, AdvertiseAddress: cfg.Host, Port: cfg.APIServerPort,
+		PKIDir: cfg.Dir, CertDir: filepath.Join(cfg.Dir, "certs"),
+	}.Args()
 	apiArgs = append(apiArgs, cfg.ExtraAPIServerArgs...)
 	api, err := start("kube-apiserver", filepath.Join(cfg.Assets, "kube-apiserver"), filepath.Join(cfg.Dir, "logs", "kube-apiserver.log"), apiArgs)
 	if err != nil {
@@ -230,19 +209,11 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 
 	// kube-controller-manager
 	fmt.Fprintf(cfg.Log, "kubestack: starting kube-controller-manager\n")
-	kcm, err := start("kube-controller-manager", filepath.Join(cfg.Assets, "kube-controller-manager"), filepath.Join(cfg.Dir, "logs", "kube-controller-manager.log"), []string{
-		"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
-		"--bind-address=" + cfg.Host, "--secure-port=" + strconv.Itoa(cfg.ControllerManagerPort),
-		"--cert-dir=" + filepath.Join(cfg.Dir, "certs"),
-		"--leader-elect=false",
-		"--controllers=*",
-		"--service-account-private-key-file=" + filepath.Join(cfg.Dir, saKeyFile),
-		"--root-ca-file=" + caFile,
-		"--use-service-account-credentials=false",
-		"--kube-api-qps=200", "--kube-api-burst=400",
-		"--service-cluster-ip-range=" + serviceClusterRange,
-		"--profiling=false",
-	})
+	kcm, err := start("kube-controller-manager", filepath.Join(cfg.Assets, "kube-controller-manager"), filepath.Join(cfg.Dir, "logs", "kube-controller-manager.log"),
+		controlplane.ControllerManager{
+			Kubeconfig: kc, BindAddress: cfg.Host, Port: cfg.ControllerManagerPort,
+			PKIDir: cfg.Dir, CertDir: filepath.Join(cfg.Dir, "certs"),
+		}.Args())
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package stack
+package controlplane
 
 import (
 	"crypto/ecdsa"
@@ -17,22 +17,22 @@ import (
 	"time"
 )
 
-// PKI file names inside a state directory.
+// PKI file names inside a PKI directory.
 const (
-	caCertFile      = "ca.crt"
+	CACertFile      = "ca.crt"
 	caKeyFile       = "ca.key"
-	servingCertFile = "apiserver.crt"
-	servingKeyFile  = "apiserver.key"
-	saKeyFile       = "sa.key"
-	saPubFile       = "sa.pub"
-	tokenFile       = "tokens.csv"
-	kubeconfigFile  = "kubeconfig"
+	ServingCertFile = "apiserver.crt"
+	ServingKeyFile  = "apiserver.key"
+	SAKeyFile       = "sa.key"
+	SAPubFile       = "sa.pub"
+	TokenFile       = "tokens.csv"
 )
 
-// writePKI creates a CA, an apiserver serving certificate for loopback and
-// the in-cluster names, a service-account signing key pair and an admin
-// bearer token. It returns the token.
-func writePKI(dir string) (string, error) {
+// WritePKI writes into dir a CA, an apiserver serving certificate for
+// loopback, the in-cluster names and hosts (more names the apiserver is
+// reached by, such as a container's network alias), a service-account
+// signing key pair and an admin bearer token. It returns the token.
+func WritePKI(dir string, hosts ...string) (string, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return "", fmt.Errorf("generate CA key: %w", err)
@@ -68,7 +68,14 @@ func writePKI(dir string) (string, error) {
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceClusterIP)},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(ServiceClusterIP)},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			srvTmpl.IPAddresses = append(srvTmpl.IPAddresses, ip)
+		} else {
+			srvTmpl.DNSNames = append(srvTmpl.DNSNames, h)
+		}
 	}
 	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
 	if err != nil {
@@ -96,12 +103,12 @@ func writePKI(dir string) (string, error) {
 		der  []byte
 		mode os.FileMode
 	}{
-		{caCertFile, "CERTIFICATE", caDER, 0o644},
+		{CACertFile, "CERTIFICATE", caDER, 0o644},
 		{caKeyFile, "EC PRIVATE KEY", mustEC(caKey), 0o600},
-		{servingCertFile, "CERTIFICATE", srvDER, 0o644},
-		{servingKeyFile, "EC PRIVATE KEY", mustEC(srvKey), 0o600},
-		{saKeyFile, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey), 0o600},
-		{saPubFile, "PUBLIC KEY", saPub, 0o644},
+		{ServingCertFile, "CERTIFICATE", srvDER, 0o644},
+		{ServingKeyFile, "EC PRIVATE KEY", mustEC(srvKey), 0o600},
+		{SAKeyFile, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey), 0o600},
+		{SAPubFile, "PUBLIC KEY", saPub, 0o644},
 	}
 	for _, f := range files {
 		data := pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.der})
@@ -111,7 +118,7 @@ func writePKI(dir string) (string, error) {
 	}
 	// token,user,uid,"group1,group2": the admin is in system:masters.
 	csv := fmt.Sprintf("%s,admin,admin,\"system:masters\"\n", token)
-	if err := os.WriteFile(filepath.Join(dir, tokenFile), []byte(csv), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, TokenFile), []byte(csv), 0o600); err != nil {
 		return "", fmt.Errorf("write token file: %w", err)
 	}
 	return token, nil
@@ -134,8 +141,8 @@ func serial() *big.Int {
 	return n
 }
 
-// kubeconfig renders a kubeconfig for the admin token.
-func kubeconfig(server, caPath, token string) string {
+// Kubeconfig renders a kubeconfig for the admin token.
+func Kubeconfig(server, caPath, token string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
