@@ -32,11 +32,11 @@ type logServer struct {
 }
 
 func startLogServer(n *Node, port int) (*logServer, error) {
-	cert, err := selfSignedCert()
+	cert, err := selfSignedCert(n.cfg.Address)
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort(hostIP, strconv.Itoa(port)))
+	l, err := net.Listen("tcp", net.JoinHostPort(n.cfg.Address, strconv.Itoa(port)))
 	if err != nil {
 		return nil, fmt.Errorf("localnode: listen on kubelet port %d: %w", port, err)
 	}
@@ -163,10 +163,10 @@ func (fw flushWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// selfSignedCert makes the serving certificate for 127.0.0.1. The API
-// server does not verify kubelet certificates unless given a kubelet CA,
-// which neither kubestack nor envtest configures.
-func selfSignedCert() (tls.Certificate, error) {
+// selfSignedCert makes the serving certificate for the node's address.
+// The API server does not verify kubelet certificates unless given a
+// kubelet CA, which neither kubestack nor envtest configures.
+func selfSignedCert(addr string) (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("localnode: generate serving key: %w", err)
@@ -182,7 +182,7 @@ func selfSignedCert() (tls.Certificate, error) {
 		NotAfter:     time.Now().Add(365 * 24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.ParseIP(hostIP)},
+		IPAddresses:  []net.IP{net.ParseIP(addr)},
 		DNSNames:     []string{"localhost"},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)

@@ -86,9 +86,15 @@ type Config struct {
 	// StateDir holds pod directories, volumes, logs and pid files. It must
 	// survive a restart for processes to be adopted.
 	StateDir string
-	// KubeletPort is the HTTPS port of the log endpoint on 127.0.0.1; 0
+	// KubeletPort is the HTTPS port of the log endpoint on Address; 0
 	// picks a free port.
 	KubeletPort int
+	// Address is the Node's InternalIP, where the API server reaches the
+	// log endpoint (pods/log); default 127.0.0.1. An API server in a
+	// container needs an address of the host it can reach, such as its
+	// Docker network's gateway. Pods keep sharing the host's network at
+	// 127.0.0.1 whatever it is.
+	Address string
 	// Labels are added to the Node's well-known labels.
 	Labels map[string]string
 	// Taints are put on the Node when it registers, so pods that do not
@@ -136,6 +142,11 @@ func (c *Config) defaults() error {
 	}
 	if c.Name == "" {
 		c.Name = "localnode"
+	}
+	if c.Address == "" {
+		c.Address = hostIP
+	} else if net.ParseIP(c.Address) == nil {
+		return fmt.Errorf("localnode: Address %q is not an IP address", c.Address)
 	}
 	if c.MaxPods == 0 {
 		c.MaxPods = 110

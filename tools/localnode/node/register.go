@@ -76,7 +76,7 @@ func (n *Node) nodeStatus(prev *corev1.NodeStatus) corev1.NodeStatus {
 		},
 		// Only an InternalIP: with a Hostname address first the apiserver
 		// would resolve the name for pods/log.
-		Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: hostIP}},
+		Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.cfg.Address}},
 		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(n.logServer.port)}},
 		NodeInfo: corev1.NodeSystemInfo{
 			MachineID:               machineID(),
