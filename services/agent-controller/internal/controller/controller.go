@@ -94,7 +94,9 @@ type Controller struct {
 	opts Options
 	log  *slog.Logger
 
-	lw       *listWatch
+	lw *listWatch
+	// jobLW lists run Jobs for the poll, as the Job informer does.
+	jobLW    *listWatch
 	agents   cache.SharedIndexInformer
 	jobs     cache.SharedIndexInformer
 	stations cache.SharedIndexInformer
@@ -176,6 +178,7 @@ func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts
 	jobs := watched(&batchv1.Job{}, &batchv1.JobList{}, batchv1.SchemeGroupVersion.WithKind("Job"))
 	jobs.labelSelector = agentsv1alpha1.LabelComponent + "=" + agentsv1alpha1.ComponentJob
 	ctl.jobs = cache.NewSharedIndexInformer(jobs, &batchv1.Job{}, 0, cache.Indexers{})
+	ctl.jobLW = jobs
 	ctl.stations = cache.NewSharedIndexInformer(watched(&agentsv1alpha1.Station{}, &agentsv1alpha1.StationList{}, agentsv1alpha1.GroupVersion.WithKind("Station")),
 		&agentsv1alpha1.Station{}, 0, cache.Indexers{})
 	ctl.defs = cache.NewSharedIndexInformer(watched(&agentsv1alpha1.AgentDefinition{}, &agentsv1alpha1.AgentDefinitionList{}, agentsv1alpha1.GroupVersion.WithKind("AgentDefinition")),

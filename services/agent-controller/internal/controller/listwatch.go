@@ -62,7 +62,15 @@ func (lw *listWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
 
 // ListWithContext returns one page of the objects that decode.
 func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	if opts.Limit == 0 {
+	// Only a LIST of the newest state ("") or of any state ("0") is cut
+	// into pages. The reflector's relist after a watch ends asks for at
+	// least its last version: with a limit, the API server would read
+	// exactly that version from etcd instead of a newer one from its watch
+	// cache, and after an API server restart, whose cache starts later,
+	// every watch from it is refused as too old: the informer would list
+	// the same old state again and again until etcd compacts it (minutes).
+	// client-go's reflector leaves such a LIST unpaginated for that reason.
+	if opts.Limit == 0 && (opts.ResourceVersion == "" || opts.ResourceVersion == "0") {
 		opts.Limit = lw.pageSize
 	}
 	if lw.labelSelector != "" {

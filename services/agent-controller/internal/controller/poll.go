@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -69,10 +70,67 @@ func (c *Controller) poll(ctx context.Context) error {
 	}
 	c.evictMissing(listed, listRV)
 	c.forgetGone()
+	// Jobs too: a run decides from its cached Job while it runs, so a Job
+	// watch that missed the end would leave the Agent Running for good.
+	jobsErr := c.pollJobs(ctx)
 	c.m.SetPhaseCounts(counts)
 	c.m.SetStations(c.stationLoads())
 	for _, k := range keys {
 		c.queue.Add(k)
+	}
+	return jobsErr
+}
+
+// pollJobs refreshes the Job cache from a full paginated LIST of run
+// Jobs: a listed Job newer than the cached copy replaces it, and a cached
+// Job the LIST no longer holds is dropped when the LIST is newer (its
+// deletion was missed; readRun then confirms it live).
+func (c *Controller) pollJobs(ctx context.Context) error {
+	idx := c.jobs.GetIndexer()
+	listed := map[string]bool{}
+	listRV := ""
+	refreshed := 0
+	opts := metav1.ListOptions{}
+	for {
+		obj, err := c.jobLW.ListWithContext(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("list Jobs: %w", err)
+		}
+		list := obj.(*batchv1.JobList)
+		if listRV == "" {
+			listRV = list.ResourceVersion
+		}
+		for i := range list.Items {
+			j := &list.Items[i]
+			key := j.Namespace + "/" + j.Name
+			listed[key] = true
+			old, ok, _ := idx.GetByKey(key)
+			if o, isJob := old.(*batchv1.Job); ok && isJob && !rvNewer(j.ResourceVersion, o.ResourceVersion) {
+				continue
+			}
+			if o, isJob := old.(*batchv1.Job); ok && isJob && decision.JobFinished(o) != decision.JobFinished(j) {
+				refreshed++
+			}
+			_ = idx.Update(j)
+		}
+		if list.Continue == "" {
+			break
+		}
+		opts.Continue = list.Continue
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	for _, obj := range idx.List() {
+		j, ok := obj.(*batchv1.Job)
+		if !ok || listed[j.Namespace+"/"+j.Name] || !rvNewer(listRV, j.ResourceVersion) {
+			continue
+		}
+		_ = idx.Delete(j)
+		refreshed++
+	}
+	if refreshed > 0 {
+		c.log.Info("poll found Jobs ended or gone that the watch had not delivered", "jobs", refreshed)
 	}
 	return nil
 }

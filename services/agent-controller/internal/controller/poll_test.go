@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -155,5 +157,48 @@ func TestBatchBookkeepingIsBoundedByTheAgents(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestThePollRefreshesJobsTheWatchMissed: the poll LISTs the run Jobs as
+// well as the Agents, so a Job whose end (or deletion) the watch never
+// delivered does not leave its Agent Running: a listed Job newer than the
+// cached copy replaces it, and a cached Job the LIST no longer holds is
+// dropped.
+func TestThePollRefreshesJobsTheWatchMissed(t *testing.T) {
+	ns := env.Namespace(t)
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := New(base, env.Kube, metrics.New(), Options{Namespace: ns, Log: quiet})
+	live := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent-job-a", Namespace: ns,
+			Labels: map[string]string{agentsv1alpha1.LabelComponent: agentsv1alpha1.ComponentJob}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "agent", Image: "agent"}}}}},
+	}
+	if err := env.Client.Create(context.Background(), live); err != nil {
+		t.Fatal(err)
+	}
+	idx := ctl.jobs.GetIndexer()
+	stale := live.DeepCopy()
+	stale.ResourceVersion = "1"
+	deleted := live.DeepCopy()
+	deleted.Name, deleted.ResourceVersion = "agent-job-deleted", "2"
+	for _, j := range []*batchv1.Job{stale, deleted} {
+		if err := idx.Add(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ctl.poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, _ := idx.GetByKey(ns + "/agent-job-a")
+	if !ok || rvNewer(live.ResourceVersion, got.(*batchv1.Job).ResourceVersion) {
+		t.Errorf("the cached Job is %v, want the live one (resourceVersion %s or later)", got, live.ResourceVersion)
+	}
+	if _, ok, _ := idx.GetByKey(ns + "/agent-job-deleted"); ok {
+		t.Error("a cached Job missing from a newer LIST must be dropped: its deletion was missed")
 	}
 }
