@@ -141,7 +141,7 @@ func (f *FlagSet) AddLeaderElection(o *LeaderElectionOptions, defaultID string) 
 		f.StringVar(&o.Namespace, "leader-election-namespace", "", "namespace of the Lease; the pod's namespace when empty")
 		f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a Lease stays valid without renewal")
 		f.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it steps down")
-		f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 5*time.Second, "how often the Lease is renewed or contended")
+		f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often the Lease is renewed or contended")
 	})
 	f.Check(func() error {
 		if !o.Enabled {

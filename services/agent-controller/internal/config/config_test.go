@@ -24,7 +24,7 @@ func TestRules(t *testing.T) {
 			return c.MaxOutputBytes == 262144 && c.MetricsBindAddress == ":8080" && c.HealthProbeBindAddress == ":8081" &&
 				c.PollInterval == 15*time.Second && c.Workers == 32 && c.PageSize == 500 && c.LeaderElection.Enabled &&
 				c.LeaderElection.ID == "agent-controller" && c.LeaderElection.LeaseDuration == 15*time.Second &&
-				c.LeaderElection.RetryPeriod == 5*time.Second && c.Kube.QPS == 500 && c.Kube.Burst == 1000 &&
+				c.LeaderElection.RetryPeriod == 2*time.Second && c.Kube.QPS == 500 && c.Kube.Burst == 1000 &&
 				c.SupervisorPath == "/supervisor" && c.BatchPollerAddress == "batch-poller:9090" && c.BatchPoll == time.Minute &&
 				c.ShutdownTimeout == 10*time.Second && c.WatchNamespace == "" && !c.BatchEnabled && !c.RealtimeEnabled
 		}},
