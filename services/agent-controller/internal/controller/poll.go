@@ -7,7 +7,9 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
@@ -38,17 +40,8 @@ func (c *Controller) poll(ctx context.Context) error {
 	counts := map[agentsv1alpha1.AgentPhase]int{}
 	var keys []string
 	listed := map[string]bool{}
-	listRV := ""
-	opts := metav1.ListOptions{}
-	for {
-		obj, err := c.lw.ListWithContext(ctx, opts)
-		if err != nil {
-			return fmt.Errorf("list Agents: %w", err)
-		}
-		list := obj.(*agentsv1alpha1.AgentList)
-		if listRV == "" {
-			listRV = list.ResourceVersion
-		}
+	listRV, err := listPages(ctx, c.lw, func(page runtime.Object) {
+		list := page.(*agentsv1alpha1.AgentList)
 		for i := range list.Items {
 			a := &list.Items[i]
 			phase := a.Status.Phase
@@ -60,13 +53,9 @@ func (c *Controller) poll(ctx context.Context) error {
 			keys = append(keys, a.Namespace+"/"+a.Name)
 			listed[a.Namespace+"/"+a.Name] = true
 		}
-		if list.Continue == "" {
-			break
-		}
-		opts.Continue = list.Continue
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+	})
+	if err != nil {
+		return fmt.Errorf("list Agents: %w", err)
 	}
 	c.evictMissing(listed, listRV)
 	c.forgetGone()
@@ -88,38 +77,27 @@ func (c *Controller) poll(ctx context.Context) error {
 func (c *Controller) pollJobs(ctx context.Context) error {
 	idx := c.jobs.GetIndexer()
 	listed := map[string]bool{}
-	listRV := ""
 	refreshed := 0
-	opts := metav1.ListOptions{}
-	for {
-		obj, err := c.jobLW.ListWithContext(ctx, opts)
-		if err != nil {
-			return fmt.Errorf("list Jobs: %w", err)
-		}
-		list := obj.(*batchv1.JobList)
-		if listRV == "" {
-			listRV = list.ResourceVersion
-		}
+	listRV, err := listPages(ctx, c.jobLW, func(page runtime.Object) {
+		list := page.(*batchv1.JobList)
 		for i := range list.Items {
 			j := &list.Items[i]
 			key := j.Namespace + "/" + j.Name
 			listed[key] = true
 			old, ok, _ := idx.GetByKey(key)
-			if o, isJob := old.(*batchv1.Job); ok && isJob && !rvNewer(j.ResourceVersion, o.ResourceVersion) {
-				continue
-			}
-			if o, isJob := old.(*batchv1.Job); ok && isJob && decision.JobFinished(o) != decision.JobFinished(j) {
-				refreshed++
+			if o, isJob := old.(*batchv1.Job); ok && isJob {
+				if !rvNewer(j.ResourceVersion, o.ResourceVersion) {
+					continue
+				}
+				if decision.JobFinished(o) != decision.JobFinished(j) {
+					refreshed++
+				}
 			}
 			_ = idx.Update(j)
 		}
-		if list.Continue == "" {
-			break
-		}
-		opts.Continue = list.Continue
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+	})
+	if err != nil {
+		return fmt.Errorf("list Jobs: %w", err)
 	}
 	for _, obj := range idx.List() {
 		j, ok := obj.(*batchv1.Job)
@@ -187,5 +165,33 @@ func (c *Controller) forgetGone() {
 			}
 			return true
 		})
+	}
+}
+
+// listPages LISTs every page of lw's kind under ctx, handing each page to
+// each, and returns the first page's resourceVersion.
+func listPages(ctx context.Context, lw *listWatch, each func(runtime.Object)) (string, error) {
+	listRV := ""
+	opts := metav1.ListOptions{}
+	for {
+		obj, err := lw.ListWithContext(ctx, opts)
+		if err != nil {
+			return "", err
+		}
+		acc, err := meta.ListAccessor(obj)
+		if err != nil {
+			return "", err
+		}
+		if listRV == "" {
+			listRV = acc.GetResourceVersion()
+		}
+		each(obj)
+		if acc.GetContinue() == "" {
+			return listRV, nil
+		}
+		opts.Continue = acc.GetContinue()
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
 	}
 }
