@@ -167,12 +167,12 @@ lint: $(GOLANGCI_LINT) $(BUF) ## gofmt, go vet, golangci-lint and buf lint.
 	cd proto && $(BUF) lint
 
 .PHONY: test-containers
-test-containers: images ## Run the fault suites (tests/containers): the images as Docker containers, killed and cut off, at the size CI runs.
+test-containers: kube-binaries images ## Run the fault suites (tests/containers): the images and the control plane as Docker containers, killed, paused and cut off, at the size CI runs.
 	cd tests && go test -count=1 -timeout 30m -v ./containers/...
 
 CHAOS_OUT ?= $(CACHE)/chaos/latest.md
 .PHONY: chaos
-chaos: images ## Run the fault suites at full size (AGENTPLANE_CHAOS=1); figures go to $(CHAOS_OUT).
+chaos: kube-binaries images ## Run the fault suites at full size (AGENTPLANE_CHAOS=1); figures go to $(CHAOS_OUT).
 	@mkdir -p $(dir $(CHAOS_OUT)) && : > $(CHAOS_OUT)
 	cd tests && AGENTPLANE_CHAOS=1 AGENTPLANE_BENCH_OUT=$(CHAOS_OUT) go test -count=1 -timeout 90m -v ./containers/...
 

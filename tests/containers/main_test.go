@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/tests/internal/containers"
 )
@@ -32,7 +35,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	var refs []string
-	for _, n := range []string{"nats", "supervisor", "mockagent"} {
+	for _, n := range []string{"nats", "supervisor", "mockagent", "agent-controller", "omnia-controllers"} {
 		ref, err := containers.Image(root, n)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -47,6 +50,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "containers:", err)
 		return 1
 	}
+	// The suites' clients log nothing of interest; controller-runtime
+	// complains with a stack trace when no logger is set.
+	ctrllog.SetLogger(logr.Discard())
 	return m.Run()
 }
 

@@ -103,7 +103,7 @@ func natsOutage(t *testing.T, runs, steps int, delay, killAt, outage time.Durati
 			t.Errorf("%s's supervisor never saw NATS go away: the outage missed the run", p.name)
 		}
 		sum := p.summary(t).Add(p.init)
-		evs := readRun(t, js, p.name)
+		evs := readRun(t, js, "team-a", p.name)
 		checkExactlyOnce(t, p.name, evs)
 		var n uint64
 		for _, c := range sum.Events {
@@ -232,12 +232,12 @@ func connectJetStream(t *testing.T, c *containers.Container) jetstream.JetStream
 	}
 }
 
-// readRun reads every event of one run from the stream.
-func readRun(t *testing.T, js jetstream.JetStream, agent string) []*eventsv1.RunEvent {
+// readRun reads every event of one run (Agent ns/agent) from the stream.
+func readRun(t *testing.T, js jetstream.JetStream, ns, agent string) []*eventsv1.RunEvent {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	evs, err := events.ReadAll(ctx, js, events.Filter{Namespace: "team-a", Agent: agent})
+	evs, err := events.ReadAll(ctx, js, events.Filter{Namespace: ns, Agent: agent})
 	if err != nil {
 		t.Fatalf("read %s's events: %v", agent, err)
 	}

@@ -10,13 +10,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
+	dockernet "github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/network"
@@ -94,6 +100,25 @@ func NewNet(t testing.TB) *Net {
 	return &Net{t: t, docker: dc, net: nw}
 }
 
+// Gateway is the host's address on the network: containers reach
+// programs the test runs on the host there.
+func (n *Net) Gateway() string {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	res, err := n.docker.NetworkInspect(ctx, n.net.ID, client.NetworkInspectOptions{})
+	if err != nil {
+		n.t.Fatalf("inspect network %s: %v", n.net.Name, err)
+	}
+	for _, c := range res.Network.IPAM.Config {
+		if c.Gateway.Is4() {
+			return c.Gateway.String()
+		}
+	}
+	n.t.Fatalf("network %s has no IPv4 gateway", n.net.Name)
+	return ""
+}
+
 // Spec is one container to start.
 type Spec struct {
 	// Alias is the container's name on the network: the others reach it
@@ -109,6 +134,10 @@ type Spec struct {
 	Files []testcontainers.ContainerFile
 	// Ports are published on the host's loopback, e.g. "4222/tcp".
 	Ports []string
+	// FixedPorts publish container ports ("6443/tcp") on these ports of
+	// the host's loopback, which stay the same when the container
+	// restarts (Ports' may change).
+	FixedPorts map[string]int
 	// Binds are host paths mounted in the container, "host:container".
 	Binds []string
 	// User is the container's uid:gid; the image's when empty.
@@ -136,7 +165,7 @@ func (n *Net) Start(spec Spec) *Container {
 		Cmd:            spec.Cmd,
 		Env:            spec.Env,
 		Files:          spec.Files,
-		ExposedPorts:   spec.Ports,
+		ExposedPorts:   append(slices.Clone(spec.Ports), slices.Collect(maps.Keys(spec.FixedPorts))...),
 		Networks:       []string{n.net.Name},
 		NetworkAliases: map[string][]string{n.net.Name: {spec.Alias}},
 		WaitingFor:     spec.WaitFor,
@@ -148,6 +177,13 @@ func (n *Net) Start(spec Spec) *Container {
 		},
 		HostConfigModifier: func(hc *container.HostConfig) {
 			hc.Binds = append(hc.Binds, spec.Binds...)
+			for port, hostPort := range spec.FixedPorts {
+				if hc.PortBindings == nil {
+					hc.PortBindings = dockernet.PortMap{}
+				}
+				p := dockernet.MustParsePort(port)
+				hc.PortBindings[p] = []dockernet.PortBinding{{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(hostPort)}}
+			}
 		},
 	}
 	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{ContainerRequest: req, Started: true})
@@ -192,6 +228,28 @@ func (c *Container) Restart() {
 	defer cancel()
 	if err := c.Start(ctx); err != nil {
 		c.net.t.Fatalf("start %s again: %v", c.alias, err)
+	}
+}
+
+// Pause freezes every process of the container (the cgroup freezer):
+// its connections stay open and nothing answers on them, as on a stalled
+// machine.
+func (c *Container) Pause() {
+	c.net.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if _, err := c.net.docker.ContainerPause(ctx, c.GetContainerID(), client.ContainerPauseOptions{}); err != nil {
+		c.net.t.Fatalf("pause %s: %v", c.alias, err)
+	}
+}
+
+// Unpause lets a paused container run again.
+func (c *Container) Unpause() {
+	c.net.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if _, err := c.net.docker.ContainerUnpause(ctx, c.GetContainerID(), client.ContainerUnpauseOptions{}); err != nil {
+		c.net.t.Fatalf("unpause %s: %v", c.alias, err)
 	}
 }
 
@@ -255,8 +313,23 @@ func readLogs(ctx context.Context, c testcontainers.Container) (string, error) {
 		return "", err
 	}
 	defer func() { _ = rc.Close() }()
-	b, err := io.ReadAll(rc)
+	return readAll(rc)
+}
+
+func readAll(r io.Reader) (string, error) {
+	b, err := io.ReadAll(r)
 	return string(b), err
+}
+
+// FreePort is a port of the host's loopback nobody listens on now.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // logLines is how much of a container's output a failed test shows.
