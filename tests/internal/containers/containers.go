@@ -253,6 +253,31 @@ func (c *Container) Unpause() {
 	}
 }
 
+// Disconnect takes the container off the network: its peers' packets to
+// it go nowhere and its own find no route, as on a network partition.
+// The process keeps running; Reconnect ends the partition.
+func (c *Container) Disconnect() {
+	c.net.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if _, err := c.net.docker.NetworkDisconnect(ctx, c.net.net.ID, client.NetworkDisconnectOptions{
+		Container: c.GetContainerID(), Force: true}); err != nil {
+		c.net.t.Fatalf("disconnect %s: %v", c.alias, err)
+	}
+}
+
+// Reconnect puts a disconnected container back on the network under its
+// alias; its address on the network may change.
+func (c *Container) Reconnect() {
+	c.net.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if _, err := c.net.docker.NetworkConnect(ctx, c.net.net.ID, client.NetworkConnectOptions{
+		Container: c.GetContainerID(), EndpointConfig: &dockernet.EndpointSettings{Aliases: []string{c.alias}}}); err != nil {
+		c.net.t.Fatalf("reconnect %s: %v", c.alias, err)
+	}
+}
+
 // HostAddr is host:port where the test reaches the container's port
 // (e.g. "4222/tcp") from the host; it changes when the container restarts.
 func (c *Container) HostAddr(port string) string {
