@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	// The image is FROM scratch, without a CA bundle: the vendors' HTTPS
 	// APIs are verified against these roots when the system has none.
 	_ "golang.org/x/crypto/x509roots/fallback"
@@ -27,6 +28,7 @@ import (
 	"github.com/agentplane/agentplane/services/batch-poller/internal/keys"
 	"github.com/agentplane/agentplane/services/batch-poller/internal/metrics"
 	"github.com/agentplane/agentplane/services/batch-poller/internal/server"
+	"github.com/agentplane/agentplane/services/batch-poller/internal/state"
 	"github.com/agentplane/agentplane/services/batch-poller/internal/tracker"
 	"github.com/agentplane/agentplane/services/batch-poller/internal/vendor"
 )
@@ -114,6 +116,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	src.Start(ctx)
 
 	var publish func(*eventsv1.RunEvent) error
+	var store state.Store
 	if cfg.NATSURL != "" {
 		nc, err := connectNATS(cfg, log)
 		if err != nil {
@@ -121,6 +124,13 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		}
 		defer nc.Close()
 		publish = func(ev *eventsv1.RunEvent) error { return events.PublishBatchNotice(nc, ev) }
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return fmt.Errorf("jetstream: %w", err)
+		}
+		store = state.NewKV(js, state.KVConfig{Bucket: cfg.State.Bucket, Replicas: cfg.State.Replicas, TTL: cfg.State.TTL})
+	} else {
+		log.Warn("no --nats-url: each run's batch is kept in this process only; run one replica, and a restart forgets which runs were submitted")
 	}
 
 	m := metrics.New()
@@ -135,6 +145,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}, src, tracker.Options{
 		Period: cfg.PollPeriod, Concurrency: cfg.PollConcurrency, Publish: publish,
 		DefaultKeyName: keys.DefaultKeyName, Metrics: m, Log: log,
+		Store: store, Identity: cfg.Pod.Name, MaxBackoff: cfg.PollBackoffMax,
 	})
 	guard := grpcauth.Guard{
 		Authn:     grpcauth.NewAuthenticator(kube, grpcauth.Options{TTL: authCacheTTL, Audiences: []string{cfg.TokenAudience}}),
@@ -173,6 +184,14 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	log.Info("batch-poller starting", "version", service.Version().Version, "grpc", g.Addr().String(),
 		"metrics", cfg.MetricsBindAddress, "health", cfg.HealthProbeBindAddress,
 		"pollPeriod", cfg.PollPeriod.String(), "nats", cfg.NATSURL != "", "natsCredential", cfg.NATS.CredsFile != "",
-		"allowedCallers", cfg.AllowedCallers, "tokenAudience", cfg.TokenAudience, "secretNamespaces", cfg.SecretNamespaces)
+		"allowedCallers", cfg.AllowedCallers, "identity", cfg.Pod.Name, "stateBucket", stateName(cfg), "tokenAudience", cfg.TokenAudience, "secretNamespaces", cfg.SecretNamespaces)
 	return g.Serve(ctx, cfg.ShutdownTimeout)
+}
+
+// stateName says where the durable table is, for the start-up line.
+func stateName(cfg *config.Config) string {
+	if cfg.NATSURL == "" {
+		return "(in memory)"
+	}
+	return cfg.State.Bucket
 }

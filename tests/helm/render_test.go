@@ -552,13 +552,27 @@ leaderElection: {leaseDuration: 30s, renewDeadline: 20s, retryPeriod: 4s, id: ot
 				wantArgs(t, r, ac, "--max-output-bytes=20000000", "--kube-api-burst=1000000")
 			}},
 
-		{name: "batch-poller: one replica, replaced with the Recreate strategy", chart: bp, check: func(t *testing.T, r *rendered) {
+		{name: "batch-poller: without NATS one replica, replaced with the Recreate strategy", chart: bp, check: func(t *testing.T, r *rendered) {
 			d := r.get(t, "Deployment", releaseNS, bp).Object
 			wantField(t, d, 1, "spec", "replicas")
 			wantField(t, d, "Recreate", "spec", "strategy", "type")
 			wantArgs(t, r, bp, "--grpc-bind-address=:9090")
-			wantNoFlag(t, r, bp, "--leader-elect")
+			wantNoFlag(t, r, bp, "--leader-elect", "--state-bucket", "--state-replicas", "--state-ttl")
 		}},
+		{name: "batch-poller: with NATS two replicas share the state bucket and roll one at a time", chart: bp,
+			values: "natsUrl: nats://nats:4222\nstate: {bucket: TEAM_BATCHES, replicas: 3, ttl: 48h}", check: func(t *testing.T, r *rendered) {
+				d := r.get(t, "Deployment", releaseNS, bp).Object
+				wantField(t, d, 2, "spec", "replicas")
+				wantField(t, d, "RollingUpdate", "spec", "strategy", "type")
+				wantField(t, d, 0, "spec", "strategy", "rollingUpdate", "maxUnavailable")
+				wantArgs(t, r, bp, "--nats-url=nats://nats:4222", "--state-bucket=TEAM_BATCHES", "--state-replicas=3", "--state-ttl=48h")
+			}},
+		{name: "batch-poller: global.natsUrl counts as NATS, and an explicit replicaCount wins", chart: bp,
+			values: "global: {natsUrl: nats://nats:4222}\nreplicaCount: 3", check: func(t *testing.T, r *rendered) {
+				d := r.get(t, "Deployment", releaseNS, bp).Object
+				wantField(t, d, 3, "spec", "replicas")
+				wantField(t, d, "RollingUpdate", "spec", "strategy", "type")
+			}},
 		{name: "batch-poller: the Service exposes gRPC and metrics", chart: bp, check: func(t *testing.T, r *rendered) {
 			if got, want := servicePorts(t, r, bp), map[string]int64{"grpc": 9090, "metrics": 8080}; !reflect.DeepEqual(got, want) {
 				t.Errorf("Service ports %v, want %v", got, want)

@@ -6,6 +6,7 @@ package config
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
 
@@ -47,6 +48,26 @@ type Config struct {
 	// SecretNamespaces are the namespaces whose agent-secrets are read;
 	// empty reads every namespace.
 	SecretNamespaces []string
+	// Pod names this replica; its name marks the submits it claims.
+	Pod service.PodOptions
+	// PollBackoffMax caps the wait between polls of a batch whose polls
+	// keep failing.
+	PollBackoffMax time.Duration
+	// State is where the table of each run's batch is kept.
+	State StateOptions
+}
+
+// StateOptions shape the JetStream key-value bucket of the durable table
+// (docs/batch-poller.md, "Durable state"); without --nats-url the table
+// lives in the process.
+type StateOptions struct {
+	// Bucket is the bucket's name.
+	Bucket string
+	// Replicas is the bucket's JetStream replicas when batch-poller
+	// creates it.
+	Replicas int
+	// TTL drops a run's record this long after its last write.
+	TTL time.Duration
 }
 
 // DefaultTokenAudience is the audience agent-controller's projected token
@@ -74,6 +95,14 @@ func newFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 	fs.IntVar(&c.PollConcurrency, "batch-poll-concurrency", 32, "background vendor polls in flight at once")
 	fs.StringVar(&c.NATSURL, "nats-url", "", "NATS server for batch completion notices; none are published when empty")
 	c.NATS.AddFlags(fs)
+	fs.AddPod(&c.Pod)
+	fs.StringVar(&c.State.Bucket, "state-bucket", "AGENTPLANE_BATCHES",
+		"JetStream key-value bucket holding each run's batch, shared by the replicas (created when missing); used when --nats-url is set")
+	fs.IntVar(&c.State.Replicas, "state-replicas", 1, "JetStream replicas of the state bucket when batch-poller creates it (3 on a NATS cluster)")
+	fs.DurationVar(&c.State.TTL, "state-ttl", 7*24*time.Hour,
+		"a run's record is dropped this long after its last write; longer than any vendor's batch window")
+	fs.DurationVar(&c.PollBackoffMax, "batch-poll-backoff-max", 10*time.Minute,
+		"cap of the wait between polls of a batch whose polls fail (each failure doubles the period up to it)")
 	fs.StringVar(&c.AnthropicBaseURL, "anthropic-base-url", "", "Anthropic API base URL; the SDK default (https://api.anthropic.com) when empty")
 	fs.StringVar(&c.OpenAIBaseURL, "openai-base-url", "", "OpenAI API base URL, ending in /v1; the SDK default (https://api.openai.com/v1) when empty")
 	fs.StringVar(&c.GeminiBaseURL, "gemini-base-url", "", "Gemini API base URL; the SDK default when empty")
@@ -119,6 +148,21 @@ func newFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 		return c.NATS.Validate()
 	})
 	fs.Check(func() error {
+		if !keyPart.MatchString(c.State.Bucket) {
+			return fmt.Errorf("--state-bucket / STATE_BUCKET: %q is not a bucket name (letters, digits, - and _)", c.State.Bucket)
+		}
+		if c.State.Replicas < 1 || c.State.Replicas > 5 {
+			return fmt.Errorf("--state-replicas / STATE_REPLICAS must be 1 to 5, got %d", c.State.Replicas)
+		}
+		if c.State.TTL < time.Hour {
+			return fmt.Errorf("--state-ttl / STATE_TTL must be at least 1h (a record must outlive its batch), got %s", c.State.TTL)
+		}
+		if c.PollBackoffMax < c.PollPeriod {
+			return fmt.Errorf("--batch-poll-backoff-max / BATCH_POLL_BACKOFF_MAX (%s) must not be shorter than the poll period (%s)", c.PollBackoffMax, c.PollPeriod)
+		}
+		return nil
+	})
+	fs.Check(func() error {
 		if c.PollConcurrency < 1 {
 			return fmt.Errorf("--batch-poll-concurrency / BATCH_POLL_CONCURRENCY must be at least 1, got %d", c.PollConcurrency)
 		}
@@ -126,6 +170,9 @@ func newFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 	})
 	return fs, c
 }
+
+// keyPart is what a JetStream bucket name may hold.
+var keyPart = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // splitList splits a comma-separated list, dropping blanks.
 func splitList(s string) []string {

@@ -41,6 +41,14 @@ func TestParse(t *testing.T) {
 				return reflect.DeepEqual(c.AllowedCallers, []string{caller, "system:serviceaccount:ops:debugger"}) &&
 					reflect.DeepEqual(c.SecretNamespaces, []string{"team-a", "team-b"}) && c.TokenAudience == "aud"
 			}, ""},
+		{"the durable table defaults to a bucket kept a week, named pod identity", []string{"--pod-name", "batch-poller-7d9c-x2"}, nil, func(c *Config) bool {
+			return c.State.Bucket == "AGENTPLANE_BATCHES" && c.State.Replicas == 1 && c.State.TTL == 7*24*time.Hour &&
+				c.PollBackoffMax == 10*time.Minute && c.Pod.Name == "batch-poller-7d9c-x2"
+		}, ""},
+		{"a bucket name with a dot is refused", []string{"--state-bucket", "a.b"}, nil, nil, "--state-bucket"},
+		{"state replicas beyond a cluster's five are refused", []string{"--state-replicas", "6"}, nil, nil, "--state-replicas"},
+		{"a state TTL shorter than a batch can live is refused", []string{"--state-ttl", "10m"}, nil, nil, "--state-ttl"},
+		{"a backoff cap below the poll period is refused", []string{"--batch-poll-seconds", "120", "--batch-poll-backoff-max", "1m"}, nil, nil, "--batch-poll-backoff-max"},
 		{"allowed callers are required", []string{"--allowed-callers="}, nil, nil, "ALLOWED_CALLERS"},
 		{"an allowed caller must be a ServiceAccount username", []string{"--allowed-callers=agentplane-system/agent-controller"}, nil, nil, "--allowed-callers"},
 		{"an allowed caller needs a namespace and a name", []string{"--allowed-callers=system:serviceaccount::agent-controller"}, nil, nil, "--allowed-callers"},

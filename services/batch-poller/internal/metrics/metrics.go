@@ -26,6 +26,16 @@ type Metrics struct {
 	Finished *prometheus.CounterVec
 	// Notices counts completion notices published on NATS.
 	Notices prometheus.Counter
+	// SubmitsRecorded counts Submits answered from the durable table by
+	// outcome: existing (the run's batch was recorded), in_progress
+	// (another call holds the run's submit), unavailable (the table could
+	// not be read).
+	SubmitsRecorded *prometheus.CounterVec
+	// SubmitTakeovers counts submit claims taken over from a process that
+	// did not finish them.
+	SubmitTakeovers prometheus.Counter
+	// PollBackoffs counts polls pushed back after a failed one.
+	PollBackoffs prometheus.Counter
 }
 
 // New registers the metrics on a fresh registry.
@@ -49,8 +59,21 @@ func New() *Metrics {
 		Notices: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "batch_poller_notices_published_total", Help: "Batch completion notices published on NATS.",
 		}),
+		SubmitsRecorded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "batch_poller_submits_answered_from_state_total",
+			Help: "Submits answered from the durable table without a vendor call, by outcome.",
+		}, []string{"outcome"}),
+		SubmitTakeovers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "batch_poller_submit_takeovers_total", Help: "Submit claims taken over from a process that did not finish them.",
+		}),
+		PollBackoffs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "batch_poller_poll_backoffs_total", Help: "Vendor polls pushed back after a failed poll.",
+		}),
 	}
-	r.MustRegister(m.InFlight, m.VendorCalls, m.VendorSeconds, m.Finished, m.Notices,
+	for _, o := range []string{"existing", "in_progress", "unavailable"} {
+		m.SubmitsRecorded.WithLabelValues(o)
+	}
+	r.MustRegister(m.InFlight, m.VendorCalls, m.VendorSeconds, m.Finished, m.Notices, m.SubmitsRecorded, m.SubmitTakeovers, m.PollBackoffs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 
 	"google.golang.org/grpc/codes"
@@ -26,6 +27,8 @@ func grpcError(op string, err error) error {
 		return status.Errorf(codeForHTTP(ve.HTTPStatus), "%s: %v", op, err)
 	case errors.Is(err, tracker.ErrNoBatchAPI):
 		return status.Errorf(codes.InvalidArgument, "%s: %v", op, err)
+	case errors.Is(err, tracker.ErrSubmitInProgress), errors.Is(err, tracker.ErrStateUnavailable):
+		return status.Errorf(codes.Unavailable, "%s: %v", op, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Errorf(codes.DeadlineExceeded, "%s: %v", op, err)
 	case errors.Is(err, context.Canceled):
@@ -35,7 +38,9 @@ func grpcError(op string, err error) error {
 		// Already a status (the key source's), perhaps wrapped.
 		return status.Errorf(s.Code(), "%s: %s", op, s.Message())
 	}
-	if errors.Is(err, tracker.ErrNoState) {
+	var netErr net.Error
+	if errors.Is(err, tracker.ErrNoState) || errors.As(err, &netErr) {
+		// No answer yet, or the vendor out of reach: worth a retry.
 		return status.Errorf(codes.Unavailable, "%s: %v", op, err)
 	}
 	return status.Errorf(codes.Internal, "%s: %v", op, err)

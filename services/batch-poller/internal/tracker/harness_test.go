@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentplane/agentplane/services/batch-poller/internal/keys"
 	"github.com/agentplane/agentplane/services/batch-poller/internal/metrics"
+	"github.com/agentplane/agentplane/services/batch-poller/internal/state"
 	"github.com/agentplane/agentplane/services/batch-poller/internal/vendor"
 )
 
@@ -51,6 +52,10 @@ type harness struct {
 	period  time.Duration
 	stop    context.CancelFunc
 	stopped chan struct{}
+
+	// store is the durable table every (re)start shares; nil gives each
+	// start a table of its own, as a process without NATS has.
+	store state.Store
 
 	mu      sync.Mutex
 	notices []*eventsv1.RunEvent
@@ -89,7 +94,7 @@ func (h *harness) start(t *testing.T, k Keys, publish func(*eventsv1.RunEvent) e
 	t.Helper()
 	h.m = metrics.New()
 	h.tr = New(adapters(h.base), k, Options{Period: h.period, Concurrency: 8, Publish: publish,
-		DefaultKeyName: keys.DefaultKeyName, Metrics: h.m})
+		DefaultKeyName: keys.DefaultKeyName, Metrics: h.m, Store: h.store, Identity: "poller-test"})
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stop, h.stopped = cancel, make(chan struct{})
 	go func() { h.tr.Run(ctx); close(h.stopped) }()

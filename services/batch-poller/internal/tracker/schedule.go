@@ -55,17 +55,18 @@ func (h *pollHeap) Pop() any {
 	return e
 }
 
-// schedule puts e in the heap for its next poll: one period after the
-// last one started, or, never polled, at its phase. Only the first poll is
+// schedule puts e in the heap for its next poll: every after the last
+// one started, or, never polled, at its phase. Only the first poll is
 // phase-locked; after it, each poll follows the previous by exactly a
-// period, so polls stay spread and a poll that started late never pushes
-// the next one a whole period further. t.mu must be held.
-func (t *Tracker) schedule(e *entry, lastStart time.Time) {
+// period (or a backoff after failures), so polls stay spread and a poll
+// that started late never pushes the next one a whole period further.
+// t.mu must be held.
+func (t *Tracker) schedule(e *entry, lastStart time.Time, every time.Duration) {
 	now := t.now()
 	if lastStart.IsZero() {
 		e.nextPoll = nextSlot(t.epoch, now, e.phase, t.period)
 	} else {
-		e.nextPoll = lastStart.Add(t.period)
+		e.nextPoll = lastStart.Add(every)
 	}
 	if e.index >= 0 {
 		heap.Fix(&t.queue, e.index)
@@ -73,6 +74,21 @@ func (t *Tracker) schedule(e *entry, lastStart time.Time) {
 	}
 	heap.Push(&t.queue, e)
 	t.wakeLocked()
+}
+
+// backoff is the wait between polls of a batch after failures failed
+// polls in a row: the period, doubled by each failure up to maxBackoff,
+// so a vendor that is away is not read at the full rate, and one that is
+// back is read again within maxBackoff.
+func (t *Tracker) backoff(failures int) time.Duration {
+	d := t.period
+	for range failures {
+		if d >= t.maxBackoff/2 {
+			return t.maxBackoff
+		}
+		d *= 2
+	}
+	return d
 }
 
 // unschedule takes e out of the heap; t.mu must be held.
@@ -131,10 +147,10 @@ func (t *Tracker) Run(ctx context.Context) {
 			defer t.mu.Unlock()
 			e.mu.Lock()
 			live := !e.ended && !e.gone
-			last := e.lastStart
+			last, failures := e.lastStart, e.failures
 			e.mu.Unlock()
 			if live && t.entries[e.key] == e {
-				t.schedule(e, last)
+				t.schedule(e, last, t.backoff(failures))
 			}
 		}(due)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/agentplane/agentplane/libs/vendors"
 
 	"github.com/agentplane/agentplane/services/batch-poller/internal/metrics"
+	"github.com/agentplane/agentplane/services/batch-poller/internal/state"
 	"github.com/agentplane/agentplane/services/batch-poller/internal/vendor"
 )
 
@@ -42,6 +43,19 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Log receives poll failures and submits; nil discards.
 	Log *slog.Logger
+	// Store is the durable table of each run's batch (package state),
+	// shared by the replicas; nil keeps it in this process only.
+	Store state.Store
+	// Identity names this replica in submit claims (the pod's name).
+	Identity string
+	// SubmitBound is how long a submit claim is honoured: past it, the
+	// process that claimed it can no longer be waiting for the vendor and
+	// another call takes it over. Default twice CallTimeout.
+	SubmitBound time.Duration
+	// MaxBackoff caps the wait between polls of a batch whose polls fail:
+	// each failure doubles the period up to it. Default 10 minutes, never
+	// less than the period.
+	MaxBackoff time.Duration
 }
 
 // Tracker is the table of batches batch-poller knows about.
@@ -57,6 +71,10 @@ type Tracker struct {
 	log         *slog.Logger
 	now         func() time.Time
 	epoch       time.Time
+	store       state.Store
+	identity    string
+	submitBound time.Duration
+	maxBackoff  time.Duration
 
 	mu sync.Mutex
 	// entries are the tracked batches by run (runKey: namespace and uid),
@@ -89,8 +107,14 @@ type entry struct {
 	known     bool  // snap came from the vendor
 	lastErr   error // of the last poll, when it failed
 	lastStart time.Time
-	ended     bool
-	gone      bool
+	// failures counts the polls that failed in a row; the next poll waits
+	// for backoff(failures).
+	failures int
+	// recordChecked: the durable table was asked whether the batch is
+	// the run's (recordOwns).
+	recordChecked bool
+	ended         bool
+	gone          bool
 	// owned: the batch was submitted here for this run, or the vendor
 	// showed it is this run's (see owner.go).
 	owned bool
@@ -111,10 +135,20 @@ func New(adapters []vendor.Adapter, keys Keys, opts Options) *Tracker {
 	if opts.Metrics == nil {
 		opts.Metrics = metrics.New()
 	}
+	if opts.Store == nil {
+		opts.Store = state.NewMemory()
+	}
+	if opts.SubmitBound <= 0 {
+		opts.SubmitBound = 2 * opts.CallTimeout
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 10 * time.Minute
+	}
 	t := &Tracker{
 		adapters: map[batchv1.Provider]vendor.Adapter{}, keys: keys, period: opts.Period,
 		concurrency: opts.Concurrency, callTimeout: opts.CallTimeout, publish: opts.Publish,
 		keyName: opts.DefaultKeyName, m: opts.Metrics, log: opts.Log, now: time.Now,
+		store: opts.Store, identity: opts.Identity, submitBound: opts.SubmitBound, maxBackoff: max(opts.MaxBackoff, opts.Period),
 		entries: map[string]*entry{}, batches: map[string]*entry{}, wake: make(chan struct{}, 1),
 	}
 	t.epoch = t.now()
@@ -192,7 +226,7 @@ func (t *Tracker) track(ref Ref, owned bool) (*entry, error) {
 		snap: Snapshot{State: batchv1.State_STATE_PENDING},
 	}
 	t.entries[rk], t.batches[bk] = e, e
-	t.schedule(e, time.Time{})
+	t.schedule(e, time.Time{}, t.period)
 	t.live++
 	t.m.InFlight.Inc()
 	return e, nil
@@ -220,7 +254,8 @@ func (t *Tracker) untrack(e *entry) {
 }
 
 // maybePoll reads e at the vendor unless it ended, was read less than a
-// period ago, or is being read (then it waits for that read).
+// period ago (longer after failed reads: backoff), or is being read (then
+// it waits for that read).
 func (t *Tracker) maybePoll(ctx context.Context, e *entry) error {
 	e.mu.Lock()
 	ended := e.ended || e.gone
@@ -235,7 +270,7 @@ func (t *Tracker) maybePoll(ctx context.Context, e *entry) error {
 	ch := e.poll.DoChan("", func() (any, error) {
 		e.mu.Lock()
 		now := t.now()
-		if e.ended || e.gone || (!e.lastStart.IsZero() && now.Sub(e.lastStart) < t.period) {
+		if e.ended || e.gone || (!e.lastStart.IsZero() && now.Sub(e.lastStart) < t.backoff(e.failures)) {
 			e.mu.Unlock()
 			return nil, nil
 		}
@@ -275,18 +310,20 @@ func (t *Tracker) pollVendor(ctx context.Context, e *entry) error {
 			"batch", e.ref.BatchID, "namespace", e.ref.Run.Namespace, "agent", e.ref.Run.Agent, "err", err)
 		return err
 	}
-	t.record(e, out)
+	t.record(ctx, e, out)
 	return nil
 }
 
 func (t *Tracker) recordErr(e *entry, err error) {
 	e.mu.Lock()
 	e.lastErr = err
+	e.failures++
 	e.mu.Unlock()
+	t.m.PollBackoffs.Inc()
 }
 
 // record stores an outcome; the first ended one publishes the notice.
-func (t *Tracker) record(e *entry, out vendor.Outcome) {
+func (t *Tracker) record(ctx context.Context, e *entry, out vendor.Outcome) {
 	t.mu.Lock()
 	e.mu.Lock()
 	if e.ended {
@@ -298,7 +335,7 @@ func (t *Tracker) record(e *entry, out vendor.Outcome) {
 	}
 	e.snap = Snapshot{State: out.State, Lines: out.Lines, FailureMessage: out.FailureMessage,
 		VendorStatus: out.VendorStatus, CheckedAt: t.now()}
-	e.known, e.lastErr = true, nil
+	e.known, e.lastErr, e.failures = true, nil, 0
 	e.owned = e.owned || out.Owned
 	justEnded := out.Ended() && !e.gone
 	if justEnded {
@@ -318,8 +355,11 @@ func (t *Tracker) record(e *entry, out vendor.Outcome) {
 	}
 	t.m.Finished.WithLabelValues(vendor.ProviderName(e.ref.Provider), state).Inc()
 	// The notice carries the normalised state (events.v1 BatchEvent);
-	// the vendor's own word stays in Get's vendor_status.
-	t.notify(e, state)
+	// the vendor's own word stays in Get's vendor_status. One replica
+	// publishes it, once (claimNotice).
+	if t.claimNotice(ctx, e) {
+		t.notify(e, state)
+	}
 }
 
 // notify publishes the completion notice. It is fire and forget: the
@@ -366,14 +406,32 @@ func (t *Tracker) Get(ctx context.Context, ref Ref) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
+	t.checkRecord(ctx, e)
 	if err := t.maybePoll(ctx, e); err != nil && (isGone(err) || ctx.Err() != nil) {
 		return Snapshot{}, err
 	}
 	return e.snapshot()
 }
 
-// Submit sends a run's prompt, or returns the batch already tracked for
-// the run (its namespace and uid).
+// checkRecord marks e owned when the durable table holds its batch for
+// its run; asked once per entry, and only while the vendor has not
+// shown it.
+func (t *Tracker) checkRecord(ctx context.Context, e *entry) {
+	e.mu.Lock()
+	ask := !e.owned && !e.recordChecked
+	e.recordChecked = true
+	e.mu.Unlock()
+	if !ask || !t.recordOwns(ctx, e) {
+		return
+	}
+	e.mu.Lock()
+	e.owned = true
+	e.mu.Unlock()
+}
+
+// Submit sends a run's prompt, or returns the batch the run already has:
+// in this process's table, or in the durable one (durable.go), whichever
+// replica or process submitted it.
 func (t *Tracker) Submit(ctx context.Context, s Submission) (string, batchv1.Provider, error) {
 	cli := cliOf(s.Model)
 	p, ok := vendor.ProviderFor(cli)
@@ -395,14 +453,38 @@ func (t *Tracker) Submit(ctx context.Context, s Submission) (string, batchv1.Pro
 		if err != nil {
 			return nil, err
 		}
-		id, err := a.Submit(ctx, key, vendor.Request{
+		c, err := t.claimSubmit(ctx, s, p)
+		if err != nil {
+			outcome := "unavailable"
+			if errors.Is(err, ErrSubmitInProgress) {
+				outcome = "in_progress"
+			}
+			t.m.SubmitsRecorded.WithLabelValues(outcome).Inc()
+			return nil, err
+		}
+		if c.existing != nil {
+			t.m.SubmitsRecorded.WithLabelValues("existing").Inc()
+			if _, err := t.track(*c.existing, true); err != nil {
+				return nil, err
+			}
+			return *c.existing, nil
+		}
+		// The vendor call outlives the caller: a submit cut short could
+		// leave a batch nobody records.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.callTimeout)
+		defer cancel()
+		id, err := a.Submit(sctx, key, vendor.Request{
 			CustomID: vendor.CustomID(s.Run.Namespace, s.Run.UID), Model: s.Model, Prompt: s.Prompt,
 			MaxTokens: s.MaxTokens, OutputSchema: s.OutputSchema,
 		})
 		if err != nil {
+			if notCreated(err) {
+				t.releaseClaim(ctx, s.Run, c)
+			}
 			return nil, err
 		}
 		ref := Ref{Run: s.Run, Provider: p, BatchID: id, Model: s.Model}
+		t.settleClaim(ctx, c, ref)
 		if _, err := t.track(ref, true); err != nil {
 			return nil, err
 		}
@@ -448,7 +530,7 @@ func (t *Tracker) Cancel(ctx context.Context, ref Ref) (Snapshot, error) {
 		}
 		return Snapshot{}, err
 	}
-	t.record(e, out)
+	t.record(ctx, e, out)
 	return e.snapshot()
 }
 
@@ -480,6 +562,7 @@ func (t *Tracker) Delete(ctx context.Context, ref Ref) error {
 		return err
 	}
 	t.untrack(e)
+	t.forgetRecord(ctx, ref)
 	return nil
 }
 
