@@ -56,6 +56,9 @@ type platformOptions struct {
 	replicas int
 	// poll is agent-controller's --poll-interval.
 	poll time.Duration
+	// controllerArgs are more agent-controller flags, such as the
+	// realtime suite's --realtime-enabled; none by default.
+	controllerArgs []string
 }
 
 // startPlatform brings a platform up; the test's cleanup takes it down.
@@ -120,6 +123,7 @@ func (p *platform) startController(t *testing.T, alias string, o platformOptions
 		"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
 		"--leader-elect=" + strconv.FormatBool(o.replicas > 1),
 	}
+	args = append(args, o.controllerArgs...)
 	return p.net.Start(containers.Spec{
 		Alias: alias, Image: images["agent-controller"], Cmd: args,
 		Files: p.kube.PKIFiles, Ports: []string{"8080/tcp"},

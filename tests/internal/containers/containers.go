@@ -144,6 +144,15 @@ type Spec struct {
 	User string
 	// WaitFor is what makes the container ready; none when nil.
 	WaitFor wait.Strategy
+	// HostNetwork runs the container in the host's network namespace
+	// instead of on the Net, for a program that must reach what listens on
+	// the host's loopback: localnode's pods share the host's network at
+	// 127.0.0.1, which no container on a private network reaches. The
+	// container listens on the host's ports itself, so Ports and
+	// FixedPorts do not apply (HostAddr gives the port as it is), nor do
+	// Disconnect and Reconnect; Alias only names it in messages. Kill and
+	// Restart work as for any container.
+	HostNetwork bool
 }
 
 // Container is one running (or killed) container of a Net.
@@ -159,6 +168,10 @@ func (n *Net) Start(spec Spec) *Container {
 	n.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	networks, aliases := []string{n.net.Name}, map[string][]string{n.net.Name: {spec.Alias}}
+	if spec.HostNetwork {
+		networks, aliases = nil, nil
+	}
 	req := testcontainers.ContainerRequest{
 		Image:          spec.Image,
 		Entrypoint:     spec.Entrypoint,
@@ -166,8 +179,8 @@ func (n *Net) Start(spec Spec) *Container {
 		Env:            spec.Env,
 		Files:          spec.Files,
 		ExposedPorts:   append(slices.Clone(spec.Ports), slices.Collect(maps.Keys(spec.FixedPorts))...),
-		Networks:       []string{n.net.Name},
-		NetworkAliases: map[string][]string{n.net.Name: {spec.Alias}},
+		Networks:       networks,
+		NetworkAliases: aliases,
 		WaitingFor:     spec.WaitFor,
 		Labels:         map[string]string{"agentplane.test": n.t.Name()},
 		ConfigModifier: func(cc *container.Config) {
@@ -177,6 +190,10 @@ func (n *Net) Start(spec Spec) *Container {
 		},
 		HostConfigModifier: func(hc *container.HostConfig) {
 			hc.Binds = append(hc.Binds, spec.Binds...)
+			if spec.HostNetwork {
+				hc.NetworkMode = "host"
+				return
+			}
 			for port, hostPort := range spec.FixedPorts {
 				if hc.PortBindings == nil {
 					hc.PortBindings = dockernet.PortMap{}
