@@ -95,15 +95,7 @@ func (s *KV) Get(ctx context.Context, key string) (Record, uint64, error) {
 
 // Create implements Store.
 func (s *KV) Create(ctx context.Context, key string, r Record) (uint64, error) {
-	kv, err := s.bucket(ctx)
-	if err != nil {
-		return 0, err
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return 0, err
-	}
-	rev, err := kv.Create(ctx, key, b)
+	rev, err := s.write(ctx, r, func(kv jetstream.KeyValue, b []byte) (uint64, error) { return kv.Create(ctx, key, b) })
 	if errors.Is(err, jetstream.ErrKeyExists) || wrongRevision(err) {
 		return 0, ErrExists
 	}
@@ -115,6 +107,18 @@ func (s *KV) Create(ctx context.Context, key string, r Record) (uint64, error) {
 
 // Update implements Store.
 func (s *KV) Update(ctx context.Context, key string, r Record, rev uint64) (uint64, error) {
+	next, err := s.write(ctx, r, func(kv jetstream.KeyValue, b []byte) (uint64, error) { return kv.Update(ctx, key, b, rev) })
+	if wrongRevision(err) {
+		return 0, ErrConflict
+	}
+	if err != nil {
+		return 0, fmt.Errorf("update %s: %w", key, err)
+	}
+	return next, nil
+}
+
+// write encodes r and hands it to op on the bucket.
+func (s *KV) write(ctx context.Context, r Record, op func(jetstream.KeyValue, []byte) (uint64, error)) (uint64, error) {
 	kv, err := s.bucket(ctx)
 	if err != nil {
 		return 0, err
@@ -123,14 +127,7 @@ func (s *KV) Update(ctx context.Context, key string, r Record, rev uint64) (uint
 	if err != nil {
 		return 0, err
 	}
-	next, err := kv.Update(ctx, key, b, rev)
-	if wrongRevision(err) {
-		return 0, ErrConflict
-	}
-	if err != nil {
-		return 0, fmt.Errorf("update %s: %w", key, err)
-	}
-	return next, nil
+	return op(kv, b)
 }
 
 // Delete implements Store.

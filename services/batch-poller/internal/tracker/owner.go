@@ -14,8 +14,10 @@ import (
 //   - in the table, a run has one batch and a batch one run (track); a Get,
 //     Cancel or Delete naming another run's batch is ErrNotThisRun, and
 //     Submit returns a tracked batch only to the run it was submitted for;
-//   - a batch not in the table (after a restart) is read at the vendor
-//     with the API key of the named run's namespace, so a batch of another
+//   - a batch not in the table (after a restart, or on the other replica)
+//     that the durable table records for the named run is the run's
+//     (durable.go); any other is read at the vendor with the API key of
+//     the named run's namespace, so a batch of another
 //     vendor account is a 404; and its request id, derived from the run's
 //     uid (vendor.CustomID), must be the named run's wherever the vendor
 //     shows it: in the results once the batch ended (all three vendors),
@@ -27,9 +29,10 @@ import (
 //     a run it is not.
 //
 // What is left: an Anthropic batch that has not ended shows no request id,
-// so after a restart a run could see another run's batch as PENDING, or
-// cancel or delete it, if both namespaces use the same vendor account and
-// the caller names the other run's batch id. Only agent-controller may
+// so for a batch the durable table does not hold (submitted by a process
+// without NATS, before it restarted) a run could see another run's batch
+// as PENDING, or cancel or delete it, if both namespaces use the same
+// vendor account and the caller names the other run's batch id. Only agent-controller may
 // call (docs/batch-poller.md), and it names the batch id its own Agent
 // status holds, which tenants cannot write.
 
