@@ -35,7 +35,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	var refs []string
-	for _, n := range []string{"nats", "supervisor", "mockagent", "agent-controller", "omnia-controllers", "realtime-gateway"} {
+	for _, n := range []string{"nats", "supervisor", "mockagent", "agent-controller", "omnia-controllers", "realtime-gateway", "batch-poller", "fakevendor"} {
 		ref, err := containers.Image(root, n)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
