@@ -223,7 +223,7 @@ func TestBatchPollerRestartedAndCutOffSubmitsEachRunOnce(t *testing.T) {
 	launched := make(chan error, 1)
 	go func() { launched <- b.launchBatch(t.Context(), ns, "summary", names("run", n)) }()
 	for i, c := range b.pollers {
-		waitSome(t, b.platform, ns, (i+1)*n/4, "submitted", submitted)
+		b.waitAtLeast(t, ns, (i+1)*n/4, 5*time.Minute, "submitted", submitted)
 		stop := 10 * time.Second
 		if err := c.Stop(t.Context(), &stop); err != nil {
 			t.Fatalf("stop %s: %v", c.Alias(), err)
@@ -231,7 +231,7 @@ func TestBatchPollerRestartedAndCutOffSubmitsEachRunOnce(t *testing.T) {
 		c.Restart()
 		waitReady(t, c)
 	}
-	waitSome(t, b.platform, ns, 3*n/4, "submitted", submitted)
+	b.waitAtLeast(t, ns, 3*n/4, 5*time.Minute, "submitted", submitted)
 	b.killAll(t)
 	if err := <-launched; err != nil {
 		t.Fatal(err)
@@ -313,28 +313,4 @@ func (b *batchBed) pollerMetric(t *testing.T, name string) float64 {
 		sum += metric(t, c, name)
 	}
 	return sum
-}
-
-// waitSome waits until at least n Agents of ns satisfy ok.
-func waitSome(t *testing.T, p *platform, ns string, n int, what string, ok func(*snapshot, agentsv1alpha1.Agent) bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		s, err := p.look(t.Context(), ns)
-		if err == nil {
-			done := 0
-			for _, a := range s.agents {
-				if ok(s, a) {
-					done++
-				}
-			}
-			if done >= n {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("fewer than %d Agents %s after 5 minutes (%v)", n, what, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

@@ -278,6 +278,22 @@ func jobEnded(j *batchv1.Job) time.Time {
 // after within; it returns the last snapshot.
 func (p *platform) waitAll(t *testing.T, ns string, n int, within time.Duration, what string, ok func(*snapshot, agentsv1alpha1.Agent) bool) *snapshot {
 	t.Helper()
+	return p.waitFor(t, ns, within, what, ok, func(done, agents int) bool { return done == n && agents == n }, n)
+}
+
+// waitAtLeast polls until at least n Agents of ns satisfy ok, failing the
+// test after within.
+func (p *platform) waitAtLeast(t *testing.T, ns string, n int, within time.Duration, what string, ok func(*snapshot, agentsv1alpha1.Agent) bool) {
+	t.Helper()
+	p.waitFor(t, ns, within, what, ok, func(done, _ int) bool { return done >= n }, n)
+}
+
+// waitFor polls ns's Agents until enough(how many satisfy ok, how many
+// there are) holds, failing the test after within; n is the count named
+// in the failure.
+func (p *platform) waitFor(t *testing.T, ns string, within time.Duration, what string, ok func(*snapshot, agentsv1alpha1.Agent) bool,
+	enough func(done, agents int) bool, n int) *snapshot {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	var last *snapshot
 	var lastErr error
@@ -291,7 +307,7 @@ func (p *platform) waitAll(t *testing.T, ns string, n int, within time.Duration,
 					done++
 				}
 			}
-			if done == n && len(s.agents) == n {
+			if enough(done, len(s.agents)) {
 				return s
 			}
 			lastErr = fmt.Errorf("%d of %d", done, n)
