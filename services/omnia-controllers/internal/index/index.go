@@ -55,6 +55,16 @@ const (
 	// SkillSourceConfigMap indexes SkillSources by
 	// spec.configMapRef.name.
 	SkillSourceConfigMap = "spec.configMapRef.name"
+	// ConnectionSecret indexes Connections by the Secret of
+	// spec.credential.secretRef.
+	ConnectionSecret = "spec.credential.secretRef.name"
+	// SandboxClassConnection indexes SandboxClasses by the Connections
+	// their spec.allowedConnections name.
+	SandboxClassConnection = "spec.allowedConnections"
+	// SandboxClassRuntimeClass indexes SandboxClasses by
+	// spec.runtimeClassName; the RuntimeClass is cluster-scoped, so its
+	// events are mapped across namespaces.
+	SandboxClassRuntimeClass = "spec.runtimeClassName"
 )
 
 // Key joins a namespace and a name the way the cross-namespace indexes
@@ -97,6 +107,25 @@ func Setup(ctx context.Context, mgr manager.Manager) error {
 		{&omniav1.PromptPack{}, PackSkillSource, packSkillSources},
 		{&omniav1.SkillSource{}, SkillSourceConfigMap, func(o client.Object) []string {
 			return []string{o.(*omniav1.SkillSource).Spec.ConfigMapRef.Name}
+		}},
+		{&omniav1.Connection{}, ConnectionSecret, func(o client.Object) []string {
+			if c := o.(*omniav1.Connection).Spec.Credential; c != nil {
+				return []string{c.SecretRef.Name}
+			}
+			return nil
+		}},
+		{&omniav1.SandboxClass{}, SandboxClassConnection, func(o client.Object) []string {
+			var out []string
+			for _, c := range o.(*omniav1.SandboxClass).Spec.AllowedConnections {
+				out = append(out, c.Name)
+			}
+			return out
+		}},
+		{&omniav1.SandboxClass{}, SandboxClassRuntimeClass, func(o client.Object) []string {
+			if n := o.(*omniav1.SandboxClass).Spec.RuntimeClassName; n != nil && *n != "" {
+				return []string{*n}
+			}
+			return nil
 		}},
 	} {
 		if err := fi.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {

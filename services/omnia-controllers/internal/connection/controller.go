@@ -1,0 +1,76 @@
+package connection
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "connection"
+
+// Reconciler reconciles Connections.
+type Reconciler struct {
+	// Client reads through the manager's cache, whose Secrets are only
+	// those labelled as credentials (kubeutil.ApplyCacheOptions), and
+	// writes to the API server.
+	Client client.Client
+	// Recorder emits the fault events; none are emitted when nil.
+	Recorder events.EventRecorder
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Reconcile checks one Connection's credential.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	c := &omniav1.Connection{}
+	if ok, err := kubeutil.Live(ctx, r.Client, req.NamespacedName, c); !ok {
+		return reconcile.Result{}, err
+	}
+	s := Snapshot{Connection: c, Now: kubeutil.PassTime(r.Now)}
+	if cred := c.Spec.Credential; cred != nil {
+		sec := &corev1.Secret{}
+		found, err := kubeutil.Get(ctx, r.Client, types.NamespacedName{Namespace: c.Namespace, Name: cred.SecretRef.Name}, sec)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if found {
+			s.Secret = sec
+		}
+	}
+	d := Decide(s)
+	kubeutil.Emit(r.Recorder, c, "Check", d.Events)
+	if d.Changed {
+		c.Status = d.Status
+		// A 409 is returned, not dropped: the Connection watch passes spec
+		// changes only, so no later event would bring the pass back.
+		if err := r.Client.Status().Update(ctx, c); err != nil {
+			return reconcile.Result{}, fmt.Errorf("write status of Connection %s: %w", req, err)
+		}
+	}
+	return reconcile.Result{}, d.Retry
+}
+
+// SetupWithManager wires the controller: Connections, for spec changes
+// only (its own status writes would otherwise enqueue it again), and the
+// Secrets they name, so a Secret created, labelled, edited or deleted
+// reaches its Connections. It runs controller-runtime's default of one
+// worker. rec, when not nil, is called instead of r (tests count or hold
+// passes).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
+	conns := func() client.ObjectList { return &omniav1.ConnectionList{} }
+	b := kubeutil.Controller{Name: ControllerName, For: &omniav1.Connection{}, SpecOnly: true}.Builder(mgr).
+		Watches(&corev1.Secret{}, kubeutil.EnqueueByIndex(r.Client, conns, index.ConnectionSecret))
+	return kubeutil.Complete(b, r, rec)
+}
