@@ -126,6 +126,13 @@ func TestOmniaControllersKilledDuringRollout(t *testing.T) {
 	if base.templateCount() != len(base.replicaSets) {
 		t.Errorf("the untouched rollout had %d pod templates and %d ReplicaSets, want one ReplicaSet each", base.templateCount(), len(base.replicaSets))
 	}
+	// Each ReplicaSet starts its replicas once: the stable one of the old
+	// version, the candidate, and the stable one of the promoted version.
+	// More pods means a Deployment was scaled back up without any fault.
+	if want := omniaReplicas * len(base.replicaSets); len(base.pods) != want {
+		t.Errorf("the untouched rollout created %d pods for %d ReplicaSets of %d replicas, want %d: pods were replaced without a fault",
+			len(base.pods), len(base.replicaSets), omniaReplicas, want)
+	}
 
 	// The step's recorded start has whole seconds: the kill came up to a
 	// second later into it than killAfter says.

@@ -83,12 +83,14 @@ func (r *Reconciler) write(ctx context.Context, cur *omniav1.AgentRuntime, w wri
 		want := w.obj.(*omniav1.AgentRuntime)
 		upd.Spec, upd.Annotations = *want.Spec.DeepCopy(), want.DeepCopy().Annotations
 		if err = r.Client.Update(ctx, upd); err == nil {
+			r.superseded.Wrote(upd, cur.ResourceVersion)
 			*cur = *upd
 		}
 	case opRecordStatus:
 		upd := cur.DeepCopy()
 		upd.Status = *w.obj.(*omniav1.AgentRuntime).Status.DeepCopy()
 		if err = r.Client.Status().Update(ctx, upd); err == nil {
+			r.superseded.Wrote(upd, cur.ResourceVersion)
 			*cur = *upd
 		}
 	default:

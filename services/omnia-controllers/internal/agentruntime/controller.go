@@ -38,7 +38,16 @@ type Reconciler struct {
 	// Metrics runs rollout analysis queries; nil when the operator has no
 	// Prometheus, and analysis steps then hold.
 	Metrics MetricsQuerier
+
+	// superseded holds the agent versions this controller's writes
+	// replaced, so a pass that reads one from a lagging cache waits.
+	superseded kubeutil.Superseded
 }
+
+// laggingReadRequeue is when a pass that found the cache behind its
+// controller's last write looks again, should the watch event that
+// carries the write not bring it back first.
+const laggingReadRequeue = time.Second
 
 // Reconcile runs one pass over an agent: it keeps the finalizer, reads
 // the snapshot (the agent, its references, the objects it owns), and has
@@ -51,8 +60,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// The delete event brings the pass here: the agent's series go
 			// with it.
 			metrics.DeleteAgentRuntime(req.Namespace, req.Name)
+			r.superseded.Forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.superseded.Stale(a) {
+		// Acting on the agent as it was before this controller's last
+		// write would take a step again or undo one; the write's own watch
+		// event brings the pass back.
+		return reconcile.Result{RequeueAfter: laggingReadRequeue}, nil
 	}
 	if a.DeletionTimestamp != nil {
 		metrics.DeleteAgentRuntime(req.Namespace, req.Name)
@@ -119,9 +135,11 @@ func (r *Reconciler) setFinalizer(ctx context.Context, a *omniav1.AgentRuntime, 
 	} else {
 		controllerutil.RemoveFinalizer(a, omniav1.AgentRuntimeFinalizer)
 	}
+	before := a.ResourceVersion
 	if err := r.Client.Patch(ctx, a, patch); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("update finalizer of AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
 	}
+	r.superseded.Wrote(a, before)
 	return nil
 }
 
@@ -140,6 +158,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, a *omniav1.AgentRuntime, s
 		}
 		return nil
 	}
+	r.superseded.Wrote(upd, a.ResourceVersion)
 	*a = *upd
 	return nil
 }

@@ -79,9 +79,19 @@ func (d *decider) pass() {
 	// the same, at the count the spec gives it (the candidate may not be
 	// serving), and the failure is recorded in RolloutActive and returned
 	// after the status write.
+	//
+	// Not when the failure is one a retry may not meet (a conflict after a
+	// read that lagged the last write, an outage): the candidate serves
+	// its share as before, and restoring the stable count would start pods
+	// of the old version, which the retry removes again. The pass ends
+	// there and controller-runtime retries it with backoff.
 	split := want.DeepCopy()
 	ro, roErr := d.rollout(res, image, split)
 	if d.asked() {
+		return
+	}
+	if transientAPIError(roErr) {
+		d.end(nil, 0, roErr, nil)
 		return
 	}
 	if roErr != nil {

@@ -268,6 +268,15 @@ func TestDecide(t *testing.T) {
 			check: func(t *testing.T, w []write) { wantReplicas(t, w[0], 2) },
 		},
 		{
+			name: "a rollout write refused for a reason a retry may not meet ends the pass, the stable Deployment left at its share",
+			snap: failed(readySnapshot(func(a *omniav1.AgentRuntime) {
+				canary(a)
+				a.Status.Rollout = &omniav1.RolloutStatus{Active: true, CandidateVersion: "1.1.0", CurrentStep: ptr(int32(1)), CurrentWeight: ptr(int32(50))}
+			}), 0, apierrors.NewConflict(schema.GroupResource{Group: "omnia.altairalabs.ai", Resource: "agentruntimes"}, "agent", errors.New("modified"))),
+			writes: []string{"record status *v1alpha1.AgentRuntime agent"},
+			phase:  "-", err: apierrors.IsConflict,
+		},
+		{
 			name: "a version trigger writes the candidate into the spec and ends the pass",
 			snap: readySnapshot(func(a *omniav1.AgentRuntime) {
 				a.Spec.Rollout = &omniav1.RolloutConfig{Trigger: &omniav1.RolloutTrigger{PromptPackChannel: omniav1.ChannelStable}}

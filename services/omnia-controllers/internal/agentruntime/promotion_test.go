@@ -83,6 +83,7 @@ func TestPromotionSurvivesFailedWrites(t *testing.T) {
 			ns := env.Namespace(t)
 			guard := &candidateGuard{ns: ns}
 			var failed atomic.Bool
+			log := &deploymentLog{}
 			failOnce := func(verb string, obj client.Object) error {
 				if tc.fail(verb, obj) && failed.CompareAndSwap(false, true) {
 					return injected
@@ -94,7 +95,14 @@ func TestPromotionSurvivesFailedWrites(t *testing.T) {
 					if err := failOnce("update", obj); err != nil {
 						return err
 					}
-					return cl.Update(ctx, obj, opts...)
+					err := cl.Update(ctx, obj, opts...)
+					log.record("update", obj, err)
+					return err
+				},
+				Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					err := cl.Create(ctx, obj, opts...)
+					log.record("create", obj, err)
+					return err
 				},
 				SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 					if err := failOnce(sub, obj); err != nil {
@@ -104,7 +112,9 @@ func TestPromotionSurvivesFailedWrites(t *testing.T) {
 				},
 				Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 					guard.onDelete(ctx, obj)
-					return cl.Delete(ctx, obj, opts...)
+					err := cl.Delete(ctx, obj, opts...)
+					log.record("delete", obj, err)
+					return err
 				},
 			})
 			rolloutAgent(t, ns, func(a *omniav1.AgentRuntime) {
@@ -140,6 +150,9 @@ func TestPromotionSurvivesFailedWrites(t *testing.T) {
 			}
 			if deletes == 0 {
 				t.Fatal("the candidate Deployment was never deleted")
+			}
+			if err := rolloutWritesForward(log.list()); err != nil {
+				t.Fatalf("%v; the writes: %v", err, log.list())
 			}
 			a := mustAgent(t, ns, "agent")
 			if *a.Spec.PromptPackRef.Version != "1.1.0" || a.Spec.Rollout.Candidate != nil {
