@@ -215,3 +215,65 @@ func TestOneWorker(t *testing.T) {
 		t.Fatalf("%d passes ran at once; want 1", most)
 	}
 }
+
+// TestSecretWatchMapsToConnections: with passes that always succeed (so
+// no retry can bring one), creating, editing and deleting the labelled
+// Secret a Connection names enqueues that Connection; another Secret does
+// not.
+func TestSecretWatchMapsToConnections(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	passes := &ctrltest.Counter{Inner: reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		return reconcile.Result{}, nil
+	})}
+	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, passes)
+	})
+	c := newConn(ns, "github", cred(nil))
+	create(t, c)
+	key := client.ObjectKeyFromObject(c)
+	s := credentials(ns, "gh", map[string]string{"token": secretValue})
+	steps := []struct {
+		name    string
+		change  func() error
+		enqueue bool
+	}{
+		{"the Secret created", func() error { return env.Client.Create(ctx, s) }, true},
+		{"the Secret edited", func() error {
+			s.Data["token"] = []byte("rotated-" + secretValue)
+			return env.Client.Update(ctx, s)
+		}, true},
+		{"another Secret created", func() error { return env.Client.Create(ctx, credentials(ns, "other", map[string]string{"token": "x"})) }, false},
+		{"the Secret deleted", func() error { return env.Client.Delete(ctx, s) }, true},
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		if passes.Count(key) == 0 {
+			return fmt.Errorf("no pass yet")
+		}
+		return nil
+	})
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			passes.Drain(500 * time.Millisecond)
+			before := passes.Count(key)
+			if err := st.change(); err != nil {
+				t.Fatal(err)
+			}
+			if st.enqueue {
+				ctrltest.Eventually(t, wait, func() error {
+					if passes.Count(key) == before {
+						return fmt.Errorf("the Connection was not enqueued")
+					}
+					return nil
+				})
+				return
+			}
+			ctrltest.Consistently(t, time.Second, func() error {
+				if n := passes.Count(key); n != before {
+					return fmt.Errorf("the Connection was enqueued (%d passes, %d before)", n, before)
+				}
+				return nil
+			})
+		})
+	}
+}
