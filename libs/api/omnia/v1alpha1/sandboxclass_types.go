@@ -114,6 +114,9 @@ const (
 	// ReasonAllowedConnectionNotFound: an allowedConnections entry names no
 	// Connection.
 	ReasonAllowedConnectionNotFound = "ConnectionNotFound"
+	// ReasonSandboxResourcesInvalid: spec.resources requests more of a
+	// resource than it limits, which the API server refuses in any pod.
+	ReasonSandboxResourcesInvalid = "ResourcesInvalid"
 )
 
 // SandboxClassStatus is the observed state of a SandboxClass.

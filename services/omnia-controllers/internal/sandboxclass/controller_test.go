@@ -1,0 +1,203 @@
+package sandboxclass
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
+)
+
+const wait = 30 * time.Second
+
+func start(t *testing.T) {
+	t.Helper()
+	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("sandboxclass-controller")}).SetupWithManager(mgr, nil)
+	})
+}
+
+func statusIs(ns, name string, phase omniav1.SandboxClassPhase, reason string) func() error {
+	return func() error {
+		c := &omniav1.SandboxClass{}
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, c); err != nil {
+			return err
+		}
+		if c.Status.ObservedGeneration != c.Generation {
+			return fmt.Errorf("observedGeneration %d of %d", c.Status.ObservedGeneration, c.Generation)
+		}
+		return ctrltest.PhaseReason(c.Status.Phase, c.Status.Conditions, phase, omniav1.ConditionReady, reason)
+	}
+}
+
+// TestReferencesDriveReady: a SandboxClass is Failed while its RuntimeClass
+// or an allowed Connection is missing and Ready once both exist, each step
+// brought by the RuntimeClass or Connection watch alone (the class never
+// changes); a deleted Connection fails it again, and an edit that requests
+// more memory than it limits fails it without any reference missing.
+func TestReferencesDriveReady(t *testing.T) {
+	ns := env.Namespace(t)
+	start(t)
+	ctx := context.Background()
+	rcName := "gvisor-" + ns // RuntimeClasses are cluster-scoped; one per test namespace
+	c := class(0, rcName, "github")
+	c.Namespace = ns
+	if err := env.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, statusIs(ns, "gvisor", omniav1.SandboxClassPhaseFailed, omniav1.ReasonRuntimeClassNotFound))
+
+	rc := runtimeClassObj(rcName)
+	conn := &omniav1.Connection{ObjectMeta: metav1.ObjectMeta{Name: "github", Namespace: ns}, Spec: omniav1.ConnectionSpec{URL: "https://api.github.com"}}
+	steps := []struct {
+		name   string
+		change func() error
+		phase  omniav1.SandboxClassPhase
+		reason string
+	}{
+		{"the RuntimeClass created: the missing Connection is next", func() error { return env.Client.Create(ctx, rc) },
+			omniav1.SandboxClassPhaseFailed, omniav1.ReasonAllowedConnectionNotFound},
+		{"the Connection created: Ready, Valid", func() error { return env.Client.Create(ctx, conn) },
+			omniav1.SandboxClassPhaseReady, omniav1.ReasonSandboxClassValid},
+		{"the Connection deleted: Failed again", func() error { return env.Client.Delete(ctx, conn) },
+			omniav1.SandboxClassPhaseFailed, omniav1.ReasonAllowedConnectionNotFound},
+		{"the Connection back and the resources broken by an edit: ResourcesInvalid", func() error {
+			conn.ResourceVersion = ""
+			if err := env.Client.Create(ctx, conn); err != nil {
+				return err
+			}
+			return edit(ctx, c, func(cur *omniav1.SandboxClass) { cur.Spec.Resources = resources("2Gi", "1Gi") })
+		}, omniav1.SandboxClassPhaseFailed, omniav1.ReasonSandboxResourcesInvalid},
+		{"the RuntimeClass deleted while the resources are fixed: RuntimeClassNotFound", func() error {
+			if err := env.Client.Delete(ctx, rc); err != nil {
+				return err
+			}
+			return edit(ctx, c, func(cur *omniav1.SandboxClass) { cur.Spec.Resources = nil })
+		}, omniav1.SandboxClassPhaseFailed, omniav1.ReasonRuntimeClassNotFound},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if err := st.change(); err != nil {
+				t.Fatal(err)
+			}
+			ctrltest.Eventually(t, wait, statusIs(ns, "gvisor", st.phase, st.reason))
+		})
+	}
+}
+
+// edit changes the spec of c, read afresh, again when the controller's
+// status write got in between.
+func edit(ctx context.Context, c *omniav1.SandboxClass, change func(*omniav1.SandboxClass)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &omniav1.SandboxClass{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), cur); err != nil {
+			return err
+		}
+		change(cur)
+		return env.Client.Update(ctx, cur)
+	})
+}
+
+// TestOneWorker: the SandboxClass controller runs controller-runtime's
+// default of one reconcile at a time.
+func TestOneWorker(t *testing.T) {
+	ns := env.Namespace(t)
+	gate := &ctrltest.Gate{Hold: 300 * time.Millisecond}
+	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, gate)
+	})
+	for i := range 4 {
+		c := class(0, "")
+		c.Namespace, c.Name = ns, fmt.Sprintf("c-%d", i)
+		if err := env.Client.Create(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		if passes, _, _ := gate.Stats(); passes < 4 {
+			return fmt.Errorf("%d passes", passes)
+		}
+		return nil
+	})
+	if _, most, _ := gate.Stats(); most != 1 {
+		t.Fatalf("%d passes ran at once; want 1", most)
+	}
+}
+
+// TestWatchesMapToClasses: with passes that always succeed (so no retry
+// can bring one), creating or deleting the RuntimeClass or an allowed
+// Connection enqueues the SandboxClass that names it, while a
+// Connection's status write or an unrelated Connection does not.
+func TestWatchesMapToClasses(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	passes := &ctrltest.Counter{Inner: reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		return reconcile.Result{}, nil
+	})}
+	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, passes)
+	})
+	rcName := "kata-" + ns
+	c := class(0, rcName, "github")
+	c.Namespace = ns
+	if err := env.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(c)
+	conn := &omniav1.Connection{ObjectMeta: metav1.ObjectMeta{Name: "github", Namespace: ns}, Spec: omniav1.ConnectionSpec{URL: "https://api.github.com"}}
+	other := &omniav1.Connection{ObjectMeta: metav1.ObjectMeta{Name: "slack", Namespace: ns}, Spec: omniav1.ConnectionSpec{URL: "https://slack.com"}}
+	steps := []struct {
+		name    string
+		change  func() error
+		enqueue bool
+	}{
+		{"the RuntimeClass created", func() error { return env.Client.Create(ctx, runtimeClassObj(rcName)) }, true},
+		{"the allowed Connection created", func() error { return env.Client.Create(ctx, conn) }, true},
+		{"the allowed Connection's status written", func() error {
+			conn.Status.Phase = omniav1.ConnectionPhaseReady
+			return env.Client.Status().Update(ctx, conn)
+		}, false},
+		{"an unrelated Connection created", func() error { return env.Client.Create(ctx, other) }, false},
+		{"the allowed Connection deleted", func() error { return env.Client.Delete(ctx, conn) }, true},
+		{"the RuntimeClass deleted", func() error { return env.Client.Delete(ctx, runtimeClassObj(rcName)) }, true},
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		if passes.Count(key) == 0 {
+			return fmt.Errorf("no pass yet")
+		}
+		return nil
+	})
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			passes.Drain(500 * time.Millisecond)
+			before := passes.Count(key)
+			if err := st.change(); err != nil {
+				t.Fatal(err)
+			}
+			if st.enqueue {
+				ctrltest.Eventually(t, wait, func() error {
+					if passes.Count(key) == before {
+						return fmt.Errorf("the SandboxClass was not enqueued")
+					}
+					return nil
+				})
+				return
+			}
+			ctrltest.Consistently(t, time.Second, func() error {
+				if n := passes.Count(key); n != before {
+					return fmt.Errorf("the SandboxClass was enqueued (%d passes, %d before)", n, before)
+				}
+				return nil
+			})
+		})
+	}
+}

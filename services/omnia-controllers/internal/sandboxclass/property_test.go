@@ -1,0 +1,140 @@
+package sandboxclass
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	pt "github.com/agentplane/agentplane/services/omnia-controllers/internal/proptest"
+)
+
+// TestDecideProperties checks Decide on random SandboxClasses (with and
+// without a RuntimeClass, allowed Connections and resources) against
+// random sets of existing objects, with random stored statuses:
+//
+//   - no input makes it panic, it leaves its input as it was, and the
+//     same input gives the same decision;
+//   - Ready (Ready=True, Valid) exactly when every referenced object
+//     exists and no request exceeds its limit; Retry exactly when a
+//     referenced object is missing;
+//   - an event goes with a status write, and the written status, decided
+//     on again later, needs no write.
+func TestDecideProperties(t *testing.T) {
+	counts := pt.Counts{}
+	pt.RunDecide(t, genSnapshot, fresh, Decide, sameDecision, func(r *rand.Rand, s Snapshot, d Decision) error {
+		if err := checkDecision(s, d); err != nil {
+			return err
+		}
+		stored, err := pt.Written(d.Status, s.Class.Status, d.Changed)
+		if err != nil {
+			return err
+		}
+		next := fresh(s)
+		next.Class.Status, next.Now = stored, pt.Later(r, s.Now, time.Hour)
+		if again := Decide(next); again.Changed || len(again.Events) > 0 {
+			return fmt.Errorf("the written status needs another write: %s", pt.Diff(stored, again.Status))
+		}
+		counts.Add("reason " + meta.FindStatusCondition(d.Status.Conditions, omniav1.ConditionReady).Reason)
+		if d.Changed {
+			counts.Add("status write")
+		} else {
+			counts.Add("no status write")
+		}
+		return nil
+	})
+	counts.Require(t, 0.03, "reason "+omniav1.ReasonSandboxClassValid, "reason "+omniav1.ReasonRuntimeClassNotFound,
+		"reason "+omniav1.ReasonAllowedConnectionNotFound, "reason "+omniav1.ReasonSandboxResourcesInvalid, "status write", "no status write")
+}
+
+func fresh(s Snapshot) Snapshot {
+	s.Class = s.Class.DeepCopy()
+	s.RuntimeClass = s.RuntimeClass.DeepCopy()
+	m := make(map[string]bool, len(s.Connections))
+	for k, v := range s.Connections {
+		m[k] = v
+	}
+	s.Connections = m
+	return s
+}
+
+func sameDecision(a, b Decision) bool {
+	return equality.Semantic.DeepEqual(a.Status, b.Status) && a.Changed == b.Changed &&
+		equality.Semantic.DeepEqual(a.Events, b.Events) && (a.Retry == nil) == (b.Retry == nil)
+}
+
+func checkDecision(s Snapshot, d Decision) error {
+	c, st := s.Class, d.Status
+	ready := meta.FindStatusCondition(st.Conditions, omniav1.ConditionReady)
+	if ready == nil || ready.ObservedGeneration != c.Generation || st.ObservedGeneration != c.Generation {
+		return fmt.Errorf("Ready = %+v, observedGeneration %d; want both for generation %d", ready, st.ObservedGeneration, c.Generation)
+	}
+	missing := c.Spec.RuntimeClassName != nil && s.RuntimeClass == nil
+	for _, ref := range c.Spec.AllowedConnections {
+		missing = missing || !s.Connections[ref.Name]
+	}
+	valid := !missing && len(overLimits(c.Spec.Resources)) == 0
+	if valid != (st.Phase == omniav1.SandboxClassPhaseReady) || valid != (ready.Status == metav1.ConditionTrue) ||
+		(st.Phase != omniav1.SandboxClassPhaseReady && st.Phase != omniav1.SandboxClassPhaseFailed) {
+		return fmt.Errorf("valid %v, phase %s, Ready %s/%s", valid, st.Phase, ready.Status, ready.Reason)
+	}
+	if missing != (d.Retry != nil) {
+		return fmt.Errorf("a referenced object missing %v, retry %v", missing, d.Retry)
+	}
+	if len(d.Events) > 0 && !d.Changed {
+		return fmt.Errorf("%d events without a status change", len(d.Events))
+	}
+	if d.Changed == equality.Semantic.DeepEqual(st, c.Status) {
+		return fmt.Errorf("changed %v, but the status differs: %v", d.Changed, !d.Changed)
+	}
+	return nil
+}
+
+func genSnapshot(r *rand.Rand) Snapshot {
+	var conns []string
+	for _, n := range []string{"github", "slack", "jira"} {
+		if pt.Chance(r, 0.4) {
+			conns = append(conns, n)
+		}
+	}
+	c := class(int64(1+r.IntN(4)), pt.Pick(r, "", "gvisor", "kata"), conns...)
+	if pt.Chance(r, 0.3) {
+		c.Spec.Resources = resources(pt.Pick(r, "512Mi", "1Gi", "2Gi"), pt.Pick(r, "1Gi", "1536Mi"))
+	}
+	if pt.Chance(r, 0.3) {
+		c.Spec.Network = &omniav1.SandboxNetwork{Egress: pt.Pick(r, omniav1.SandboxEgressConnections, omniav1.SandboxEgressUnrestricted, "")}
+	}
+	s := Snapshot{Class: c, Connections: map[string]bool{}, Now: pt.MetaTime(r)}
+	if c.Spec.RuntimeClassName != nil && pt.Chance(r, 0.7) {
+		s.RuntimeClass = runtimeClassObj(*c.Spec.RuntimeClassName)
+	}
+	for _, n := range conns {
+		s.Connections[n] = pt.Chance(r, 0.8)
+	}
+	switch r.IntN(3) {
+	case 0:
+	case 1:
+		c.Status = omniav1.SandboxClassStatus{
+			Phase:              pt.Pick(r, omniav1.SandboxClassPhasePending, omniav1.SandboxClassPhaseReady, omniav1.SandboxClassPhaseFailed, ""),
+			ObservedGeneration: int64(r.IntN(4)),
+			Conditions:         pt.Conditions(r, 0.7, omniav1.ConditionReady, "SomeOtherCondition"),
+		}
+	default:
+		prev := fresh(s)
+		if pt.Chance(r, 0.5) && prev.Class.Generation > 1 {
+			prev.Class.Generation--
+		}
+		c.Status = Decide(prev).Status
+	}
+	stored, err := pt.Stored(*c)
+	if err != nil {
+		panic(err)
+	}
+	s.Class = &stored
+	return s
+}
