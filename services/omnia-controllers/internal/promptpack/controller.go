@@ -78,7 +78,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // stampLabel keeps the pack-name label, the index agents and tools select
 // versions by, equal to spec.packName (which is immutable, so this writes
-// once per object).
+// once per object). Where the install's label policy runs (a
+// MutatingAdmissionPolicy, Kubernetes 1.36 and later) the API server has
+// stamped it already and this writes nothing: a pack then costs one write,
+// its status.
 func (r *Reconciler) stampLabel(ctx context.Context, pack *omniav1.PromptPack) error {
 	if pack.Labels[omniav1.LabelPromptPack] == pack.Spec.PackName {
 		return nil
