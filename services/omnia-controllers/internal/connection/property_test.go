@@ -76,7 +76,7 @@ func checkDecision(s Snapshot, d Decision) error {
 		return fmt.Errorf("phase %s with Ready %s", st.Phase, ready.Status)
 	}
 	if missing := c.Spec.Credential != nil && s.Secret == nil; missing != (d.Retry != nil) {
-		return fmt.Errorf("Secret missing %v, retry %v", missing, d.Retry)
+		return fmt.Errorf("Secret missing %v, retry set %v", missing, d.Retry != nil)
 	}
 	if s.Secret != nil {
 		out, err := json.Marshal(struct {

@@ -84,7 +84,7 @@ func checkDecision(s Snapshot, d Decision) error {
 		return fmt.Errorf("valid %v, phase %s, Ready %s/%s", valid, st.Phase, ready.Status, ready.Reason)
 	}
 	if missing != (d.Retry != nil) {
-		return fmt.Errorf("a referenced object missing %v, retry %v", missing, d.Retry)
+		return fmt.Errorf("a referenced object missing %v, retry set %v", missing, d.Retry != nil)
 	}
 	if len(d.Events) > 0 && !d.Changed {
 		return fmt.Errorf("%d events without a status change", len(d.Events))
