@@ -1,6 +1,6 @@
 // Command omnia-controllers runs the AgentRuntime, PromptPack, ToolRegistry,
-// Provider, Workspace and SkillSource controllers in one controller-runtime
-// manager, with leader election on a Lease, Prometheus metrics, health and
+// Provider, Workspace, SkillSource, ToolPolicy, SandboxClass and Connection
+// controllers in one controller-runtime manager, with leader election on a Lease, Prometheus metrics, health and
 // readiness endpoints, JSON logs and a graceful shutdown on SIGTERM.
 package main
 
@@ -28,12 +28,15 @@ import (
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/agentruntime"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/connection"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/metrics"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/promptpack"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/provider"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/sandboxclass"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/skillsource"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/toolpolicy"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/toolregistry"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/workspace"
 )
@@ -129,6 +132,17 @@ func run(ctx context.Context, cfg *config, restCfg *rest.Config) error {
 		}},
 		{toolregistry.ControllerName, func() error {
 			return (&toolregistry.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, nil)
+		}},
+		// What the ToolRegistry's PolicyBound, SandboxesValid and
+		// SandboxConnectionsValid conditions are judged against.
+		{toolpolicy.ControllerName, func() error {
+			return (&toolpolicy.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("toolpolicy-controller")}).SetupWithManager(mgr, nil)
+		}},
+		{sandboxclass.ControllerName, func() error {
+			return (&sandboxclass.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("sandboxclass-controller")}).SetupWithManager(mgr, nil)
+		}},
+		{connection.ControllerName, func() error {
+			return (&connection.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("connection-controller")}).SetupWithManager(mgr, nil)
 		}},
 		{workspace.ControllerName, func() error {
 			return (&workspace.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("workspace-controller")}).SetupWithManager(mgr, nil)

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,21 +40,20 @@ func installRBAC(t *testing.T, ns string) {
 		case "ServiceAccount", "Role", "RoleBinding":
 			obj.SetNamespace(ns)
 		}
-		if err := env.Client.Create(context.Background(), obj); err != nil {
+		// Tests share the control plane: a second test finds the install
+		// in place.
+		if err := env.Client.Create(context.Background(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("create %s %s: %v", obj.GetKind(), obj.GetName(), err)
 		}
 	}
 }
 
-// TestInstalledRBACIsEnough runs the binary's manager as the install's
-// ServiceAccount, with exactly the permissions deploy/ grants it: the
-// caches must sync (list and watch on every kind), the Lease must be taken,
-// and an agent must get from its pack and Provider to a Deployment and a
-// Service. A missing permission shows up as a cache that never syncs or a
-// write that is refused.
-func TestInstalledRBACIsEnough(t *testing.T) {
-	const sysNS = "agentplane-system"
-	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sysNS}}); err != nil {
+// installedSA is the config of the install's ServiceAccount, with exactly
+// the permissions deploy/ grants it, in the namespace the kustomize
+// install uses.
+func installedSA(t *testing.T) *rest.Config {
+	t.Helper()
+	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sysNS}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	installRBAC(t, sysNS)
@@ -62,7 +62,20 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 		UserName: "system:serviceaccount:" + sysNS + ":omnia-controllers",
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + sysNS, "system:authenticated"},
 	}
-	cfg, ctx, cancel, done := startRun(t, asSA,
+	return asSA
+}
+
+// sysNS is the namespace of the kustomize install.
+const sysNS = "agentplane-system"
+
+// TestInstalledRBACIsEnough runs the binary's manager as the install's
+// ServiceAccount, with exactly the permissions deploy/ grants it: the
+// caches must sync (list and watch on every kind), the Lease must be taken,
+// and an agent must get from its pack and Provider to a Deployment and a
+// Service. A missing permission shows up as a cache that never syncs or a
+// write that is refused.
+func TestInstalledRBACIsEnough(t *testing.T) {
+	cfg, ctx, cancel, done := startRun(t, installedSA(t),
 		"--leader-election-namespace="+sysNS, "--leader-election-id=omnia-rbac-test", "--shutdown-timeout=5s",
 		"--provider-credential-probe=false")
 	defer func() {
