@@ -197,6 +197,8 @@ type A2AConfig struct {
 // A2ATaskStore is where A2A tasks are kept.
 //
 // +kubebuilder:validation:XValidation:rule="self.type != 'redis' || has(self.redisURL) || has(self.redisSecretRef)",message="taskStore: type redis needs redisURL or redisSecretRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.redisURL) || !has(self.redisSecretRef)",message="taskStore: set redisURL or redisSecretRef, not both",fieldPath=".redisSecretRef",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="self.type == 'redis' || (!has(self.redisURL) && !has(self.redisSecretRef))",message="taskStore.redisURL and taskStore.redisSecretRef may only be set when taskStore.type is redis"
 type A2ATaskStore struct {
 	// type is memory (the default; lost on restart) or redis.
 	// +optional
@@ -204,13 +206,14 @@ type A2ATaskStore struct {
 	// +kubebuilder:validation:MaxLength=16
 	Type StoreType `json:"type,omitempty"`
 
-	// redisURL is the Redis address, for type redis.
+	// redisURL is the Redis address, for type redis; not with
+	// redisSecretRef.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	RedisURL string `json:"redisURL,omitempty"`
 
 	// redisSecretRef names a Secret whose "url" key holds the Redis address,
-	// for type redis.
+	// for type redis; not with redisURL.
 	// +optional
 	RedisSecretRef *LocalObjectReference `json:"redisSecretRef,omitempty"`
 }

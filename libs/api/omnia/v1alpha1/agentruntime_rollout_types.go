@@ -189,18 +189,27 @@ const (
 	TrafficRoutingExternal TrafficRoutingMode = "external"
 )
 
-// TrafficRoutingConfig decides how traffic weights are enforced.
+// TrafficRoutingConfig decides how traffic weights are enforced. mesh
+// (operator-owned routing) and istio (your own objects) exclude each other,
+// and each is refused beside a mode that would ignore it.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.mesh) || !has(self.istio)",message="trafficRouting: set mesh or istio, not both",fieldPath=".istio",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'external' || has(self.istio)",message="trafficRouting.istio is required when trafficRouting.mode is external",fieldPath=".istio",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode == 'external' || !has(self.istio)",message="trafficRouting.istio may only be set when trafficRouting.mode is external or unset",fieldPath=".istio",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode == 'mesh' || !has(self.mesh)",message="trafficRouting.mesh may only be set when trafficRouting.mode is mesh or unset",fieldPath=".mesh",reason=FieldValueForbidden
 type TrafficRoutingConfig struct {
 	// mode is mesh, replicaWeighted or external. When unset: external if
 	// istio is set, else mesh when a mesh is available, else replicaWeighted.
 	// +optional
 	Mode TrafficRoutingMode `json:"mode,omitempty"`
 
-	// mesh configures the operator-owned mesh routing.
+	// mesh configures the operator-owned mesh routing; only with mode mesh
+	// (or unset), and not with istio.
 	// +optional
 	Mesh *MeshTrafficRouting `json:"mesh,omitempty"`
 
-	// istio names your own VirtualService and DestinationRule, for external.
+	// istio names your own VirtualService and DestinationRule; required for
+	// mode external, refused with any other mode.
 	// +optional
 	Istio *IstioTrafficRouting `json:"istio,omitempty"`
 }

@@ -42,6 +42,7 @@ type FrameworkConfig struct {
 // ContextConfig is where conversation state is kept.
 //
 // +kubebuilder:validation:XValidation:rule="self.type == 'memory' || has(self.storeRef)",message="context.storeRef is required when context.type is redis",fieldPath=".storeRef",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="self.type == 'redis' || !has(self.storeRef)",message="context.storeRef may only be set when context.type is redis",fieldPath=".storeRef",reason=FieldValueForbidden
 type ContextConfig struct {
 	// type is memory (in the pod, lost on restart; the default) or redis.
 	// +optional
@@ -50,7 +51,7 @@ type ContextConfig struct {
 	Type StoreType `json:"type,omitempty"`
 
 	// storeRef names a Secret whose "url" key holds the Redis address;
-	// required for redis.
+	// required for redis, refused for memory.
 	// +optional
 	StoreRef *LocalObjectReference `json:"storeRef,omitempty"`
 
