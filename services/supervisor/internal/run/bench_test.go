@@ -36,43 +36,59 @@ func benchInput(n int) []byte {
 
 // BenchmarkPipeline measures what the supervisor does per CLI line: echo
 // (to io.Discard here), parse with the vendor parser, stamp, apply
-// output.select, and publish to an embedded JetStream (in this process,
-// so the server's CPU is counted too), until every event is acknowledged.
-// The buffer holds every event, so this is sustained throughput, not the
-// rate at which a flood is dropped. "nats=off" is the same without the
-// publisher. Compare lines/s with BenchmarkBareDecode.
+// output.select, and publish to JetStream until every event is
+// acknowledged. The buffer holds every event, so this is sustained
+// throughput, not the rate at which a flood is dropped. The variants:
+// "nats=off", no publisher; "nats=embedded", a server in this process
+// (its CPU counted too); "nats=process", nats-server in its own process,
+// as deployed, so this process's CPU is the supervisor's alone — its
+// lines/cpu-s is the rate one core of supervisor sustains. Compare
+// lines/s with BenchmarkBareDecode.
 func BenchmarkPipeline(b *testing.B) {
-	for _, inflight := range []int{0, 1, emit.PublishMaxInFlight} {
-		name := "nats=off"
-		if inflight > 0 {
-			name = "inflight=" + itoa(inflight)
+	for _, v := range []struct {
+		nats     string
+		inflight int
+	}{
+		{"off", 0},
+		{"embedded", 1},
+		{"embedded", emit.PublishMaxInFlight},
+		{"process", 1},
+		{"process", emit.PublishMaxInFlight},
+	} {
+		name := "nats=" + v.nats
+		if v.inflight > 0 {
+			name += ",inflight=" + itoa(v.inflight)
 		}
 		b.Run(name, func(b *testing.B) {
 			env := map[string]string{
 				runspec.EnvAgentNamespace: "bench", runspec.EnvAgentName: "bench", runspec.EnvAgentUID: "u-bench",
 				sinks.EnvSelect: `[{"event":"tool_call","tool":"Bash"},{"event":"result"}]`,
 			}
-			if inflight > 0 {
+			switch v.nats {
+			case "embedded":
 				env[runspec.EnvNATSURLOverride] = eventstest.Start(b).URL()
+			case "process":
+				env[runspec.EnvNATSURLOverride] = startNATSProcess(b)
 			}
 			log := slog.New(slog.DiscardHandler)
 			em := emit.New(emit.Options{Env: runenv.Read(func(k string) string { return env[k] }),
-				Vendor: vendors.NameClaude, Stdout: io.Discard, MaxInFlight: inflight,
+				Vendor: vendors.NameClaude, Stdout: io.Discard, MaxInFlight: v.inflight,
 				PublishBuffer: 2*b.N + 16, Logger: log})
-			v, _ := vendors.ByName(vendors.NameClaude)
-			p := newPipeline(em, v, log)
+			vendor, _ := vendors.ByName(vendors.NameClaude)
+			p := newPipeline(em, vendor, log)
 			input := benchInput(b.N)
 			b.SetBytes(int64(len(input) / max(b.N, 1)))
 			b.ResetTimer()
-			start := time.Now()
+			start, cpu := time.Now(), cpuTime(b)
 			p.consume(bytes.NewReader(input))
 			if err := em.Close(time.Minute, ""); err != nil {
 				b.Fatal(err)
 			}
-			elapsed := time.Since(start)
+			elapsed, used := time.Since(start), cpuTime(b)-cpu
 			b.StopTimer()
 			st := em.PublisherStats()
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "lines/s")
+			b.ReportMetric(float64(b.N)/used.Seconds(), "lines/cpu-s")
 			b.ReportMetric(float64(st.Dropped), "dropped")
 			if p.lines != uint64(b.N) {
 				b.Fatalf("parsed %d of %d lines", p.lines, b.N)
