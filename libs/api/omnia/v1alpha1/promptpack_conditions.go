@@ -21,6 +21,12 @@ const (
 	// ConditionSkillToolsResolved: every tool a skill allows is declared in
 	// pack.json.
 	ConditionSkillToolsResolved = "SkillToolsResolved"
+	// ConditionContentDrifted: True when the ConfigMap's pack.json no longer
+	// has status.contentDigest, the digest the version was validated with
+	// (a published version's content is pinned); False while it has;
+	// Unknown while pack.json cannot be read. Absent until a digest is
+	// pinned, and for a live source.
+	ConditionContentDrifted = "ContentDrifted"
 )
 
 // PromptPack condition reasons.
@@ -49,6 +55,11 @@ const (
 	ReasonNameCollision             = "NameCollision"
 	ReasonAllToolsResolved          = "AllToolsResolved"
 	ReasonUnknownTool               = "UnknownTool"
+	// ReasonDigestMismatch is set with ContentDrifted=True; the message
+	// names the pinned digest and the one pack.json has now.
+	ReasonDigestMismatch = "DigestMismatch"
+	// ReasonDigestMatches is set with ContentDrifted=False.
+	ReasonDigestMatches = "DigestMatches"
 )
 
 // Event reasons emitted by the PromptPack controller (all Warning). The
@@ -57,6 +68,9 @@ const (
 	EventSourceValidationFailed = "SourceValidationFailed"
 	EventSchemaValidationFailed = "SchemaValidationFailed"
 	EventDuplicateVersion       = "DuplicateVersion"
+	// EventContentDrifted marks each change of a validated version's
+	// pack.json away from its pinned digest.
+	EventContentDrifted = "ContentDrifted"
 )
 
 // IsLive reports whether the PromptPack's content comes from a live source.

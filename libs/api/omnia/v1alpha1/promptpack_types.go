@@ -203,8 +203,11 @@ type PromptPackStatus struct {
 	// +optional
 	Channel PromptPackChannel `json:"channel,omitempty"`
 
-	// contentDigest is the SHA-256 digest of the validated pack.json, as
-	// "sha256:<hex>". Empty for live sources.
+	// contentDigest is the SHA-256 digest of pack.json when this version
+	// first validated, as "sha256:<hex>". It is pinned: a later edit of the
+	// ConfigMap does not replace it but sets ContentDrifted, and it is kept
+	// while the version fails. Empty until the first validation and for
+	// live sources.
 	// +optional
 	ContentDigest string `json:"contentDigest,omitempty"`
 
@@ -225,7 +228,8 @@ type PromptPackStatus struct {
 	Skills []ResolvedSkill `json:"skills,omitempty"`
 
 	// conditions detail the state: SourceValid, SchemaValid, AgentsNotified,
-	// Superseded, SkillsResolved, SkillsValid and SkillToolsResolved.
+	// Superseded, SkillsResolved, SkillsValid, SkillToolsResolved and
+	// ContentDrifted.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

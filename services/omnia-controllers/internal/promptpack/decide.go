@@ -1,5 +1,6 @@
 // Package promptpack is the PromptPack controller: it validates each
-// published version (source, then schema), records its content digest,
+// published version (source, then schema), pins its content digest and
+// reports a later edit of the content (ContentDrifted),
 // resolves its skills against the SkillSources of its namespace and
 // decides, among the sibling versions of its pack name, whether it serves
 // its channel (Active) or not (Superseded). The decision is the pure
@@ -110,6 +111,7 @@ func (d *decider) live() {
 	d.Set(omniav1.ConditionSchemaValid, metav1.ConditionUnknown, omniav1.ReasonLiveSource,
 		"live content is validated by the agent runtime when it fetches it")
 	meta.RemoveStatusCondition(&d.st.Conditions, omniav1.ConditionSuperseded)
+	meta.RemoveStatusCondition(&d.st.Conditions, omniav1.ConditionContentDrifted)
 	d.st.ContentDigest = ""
 	d.st.Phase = omniav1.PromptPackPhaseActive
 	d.st.ActiveVersion = ptr(p.Spec.Version)
@@ -123,29 +125,37 @@ func (d *decider) configMap(v Validator, ver omniav1.Version) {
 	switch {
 	case p.Spec.Source.Type != omniav1.SourceTypeConfigMap:
 		d.sourceFailed(fmt.Sprintf("unsupported source type %q", p.Spec.Source.Type))
+		d.drift("", "")
 		return
 	case ref == nil:
 		d.sourceFailed("source.configMapRef is not set")
+		d.drift("", "")
 		return
 	case d.s.ConfigMap == nil:
 		msg := fmt.Sprintf("ConfigMap %q not found in namespace %q", ref.Name, p.Namespace)
 		d.sourceFailed(msg)
+		d.drift(ref.Name, "")
 		d.retry = fmt.Errorf("validate source of PromptPack %s/%s: %s", p.Namespace, p.Name, msg)
 		return
 	}
 	content, ok := d.s.ConfigMap.Data[omniav1.PackJSONKey]
 	if !ok {
 		d.sourceFailed(fmt.Sprintf("ConfigMap %q has no %q key in data", ref.Name, omniav1.PackJSONKey))
+		d.drift(ref.Name, "")
 		return
 	}
 	d.sourceOK(fmt.Sprintf("ConfigMap %q has a %q key", ref.Name, omniav1.PackJSONKey))
+	digest := ContentDigest(content)
 	if err := v.Validate([]byte(content)); err != nil {
 		d.schemaFailed(err.Error())
+		d.drift(ref.Name, digest)
 		return
 	}
 	d.Set(omniav1.ConditionSchemaValid, metav1.ConditionTrue, omniav1.ReasonSchemaValid, "pack.json conforms to the PromptPack schema")
-	sum := sha256.Sum256([]byte(content))
-	d.st.ContentDigest = "sha256:" + hex.EncodeToString(sum[:])
+	if d.st.ContentDigest == "" {
+		d.st.ContentDigest = digest // the first validation pins the content
+	}
+	d.drift(ref.Name, digest)
 	d.skills(declaredTools(content))
 
 	r := Rank(p, ver, d.s.Siblings)
@@ -193,15 +203,44 @@ func (d *decider) schemaFailed(msg string) {
 
 // failed clears everything a failed version must not claim: it serves no
 // channel, notifies no agent and, never reaching "resolve skills", offers
-// no skills.
+// no skills. A pinned digest stays: it says what the version was
+// validated with, so content that comes back different is still caught.
 func (d *decider) failed() {
 	d.st.Phase = omniav1.PromptPackPhaseFailed
 	d.st.ActiveVersion = nil
-	d.st.ContentDigest = ""
 	d.st.Skills = nil
 	for _, t := range []string{omniav1.ConditionSuperseded, omniav1.ConditionAgentsNotified,
 		omniav1.ConditionSkillsResolved, omniav1.ConditionSkillsValid, omniav1.ConditionSkillToolsResolved} {
 		meta.RemoveStatusCondition(&d.st.Conditions, t)
+	}
+}
+
+// ContentDigest is the digest a pack.json is pinned by: "sha256:<hex>".
+func ContentDigest(content string) string {
+	sum := sha256.Sum256([]byte(content))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// drift judges the content of ConfigMap cmName (its digest now; "" when
+// pack.json cannot be read) against the digest pinned at the version's
+// first validation. A published version's content must not change, and
+// an edit is reported rather than adopted: adopting it would make the
+// edited content look like the version that was validated.
+func (d *decider) drift(cmName, now string) {
+	pinned := d.st.ContentDigest
+	switch {
+	case pinned == "":
+		meta.RemoveStatusCondition(&d.st.Conditions, omniav1.ConditionContentDrifted)
+	case now == "":
+		d.Set(omniav1.ConditionContentDrifted, metav1.ConditionUnknown, omniav1.ReasonSourceInvalid,
+			fmt.Sprintf("pack.json cannot be read; version %s was validated with %s", d.s.Pack.Spec.Version, pinned))
+	case now == pinned:
+		d.Set(omniav1.ConditionContentDrifted, metav1.ConditionFalse, omniav1.ReasonDigestMatches,
+			fmt.Sprintf("pack.json of ConfigMap %q has digest %s, the one version %s was validated with", cmName, pinned, d.s.Pack.Spec.Version))
+	default:
+		msg := fmt.Sprintf("pack.json of ConfigMap %q was edited: its digest is %s, not %s, the one version %s was validated with; "+
+			"publish the change as a new PromptPack version, or restore the content", cmName, now, pinned, d.s.Pack.Spec.Version)
+		d.WarnOn(d.Set(omniav1.ConditionContentDrifted, metav1.ConditionTrue, omniav1.ReasonDigestMismatch, msg), omniav1.EventContentDrifted, msg)
 	}
 }
 

@@ -280,17 +280,115 @@ func withSkills(p omniav1.PromptPack, refs ...omniav1.SkillRef) *omniav1.PromptP
 }
 
 // TestDecideSourceFailureAfterSuccess: a version that served and then
-// loses its ConfigMap clears activeVersion and the digest.
+// loses its ConfigMap clears activeVersion and keeps its pinned digest.
 func TestDecideSourceFailureAfterSuccess(t *testing.T) {
 	v := mustValidator(t)
 	p := pack("a", "1.0.0", 0, "")
 	ok := Decide(Snapshot{Pack: &p, ConfigMap: cm("a-cm", validPack), Now: t0}, v)
 	p.Status = ok.Status
 	bad := Decide(Snapshot{Pack: &p, Now: t0}, v)
-	if bad.Status.Phase != omniav1.PromptPackPhaseFailed || bad.Status.ActiveVersion != nil || bad.Status.ContentDigest != "" {
+	if bad.Status.Phase != omniav1.PromptPackPhaseFailed || bad.Status.ActiveVersion != nil || bad.Status.ContentDigest != ContentDigest(validPack) {
 		t.Fatalf("status after source loss: %+v", bad.Status)
 	}
 	wantCond(t, bad.Status, omniav1.ConditionSchemaValid, metav1.ConditionUnknown, omniav1.ReasonSourceInvalid)
+}
+
+// TestDecideContentDrift has one case per rule of content pinning: the
+// first validation pins pack.json's digest, and a later edit of the
+// ConfigMap is reported (ContentDrifted, a Warning event) and never
+// adopted as the new digest. Each case decides on the status the previous
+// step stored, as the controller's passes do.
+func TestDecideContentDrift(t *testing.T) {
+	v := mustValidator(t)
+	pinned, edited := ContentDigest(validPack), ContentDigest(toolPack)
+	type step struct {
+		content *corev1.ConfigMap
+		phase   omniav1.PromptPackPhase
+		digest  string
+		// drift is the ContentDrifted condition's status and reason; ""
+		// when the condition must be absent.
+		drift, reason string
+		// event is the Warning event the step must emit; "" for none.
+		event string
+		// names are substrings the condition's message must hold.
+		names []string
+	}
+	cases := []struct {
+		rule  string
+		steps []step
+	}{
+		{"the first validation pins pack.json's digest, and matching content is no drift", []step{
+			{content: cm("a-cm", validPack), phase: omniav1.PromptPackPhaseActive, digest: pinned,
+				drift: "False", reason: omniav1.ReasonDigestMatches, names: []string{pinned}},
+		}},
+		{"an edit of an Active version's pack.json keeps the pinned digest and sets ContentDrifted naming both digests, with a Warning event", []step{
+			{content: cm("a-cm", validPack), phase: omniav1.PromptPackPhaseActive, digest: pinned, drift: "False", reason: omniav1.ReasonDigestMatches},
+			{content: cm("a-cm", toolPack), phase: omniav1.PromptPackPhaseActive, digest: pinned,
+				drift: "True", reason: omniav1.ReasonDigestMismatch, event: omniav1.EventContentDrifted, names: []string{pinned, edited, `"a-cm"`}},
+		}},
+		{"restoring the content clears the drift, without an event", []step{
+			{content: cm("a-cm", validPack), phase: omniav1.PromptPackPhaseActive, digest: pinned, drift: "False", reason: omniav1.ReasonDigestMatches},
+			{content: cm("a-cm", toolPack), phase: omniav1.PromptPackPhaseActive, digest: pinned, drift: "True", reason: omniav1.ReasonDigestMismatch, event: omniav1.EventContentDrifted},
+			{content: cm("a-cm", validPack), phase: omniav1.PromptPackPhaseActive, digest: pinned, drift: "False", reason: omniav1.ReasonDigestMatches},
+		}},
+		{"an edit the schema refuses fails the version and still reports the drift from the pinned digest", []step{
+			{content: cm("a-cm", validPack), phase: omniav1.PromptPackPhaseActive, digest: pinned, drift: "False", reason: omniav1.ReasonDigestMatches},
+			{content: cm("a-cm", `{}`), phase: omniav1.PromptPackPhaseFailed, digest: pinned,
+				drift: "True", reason: omniav1.ReasonDigestMismatch, event: omniav1.EventContentDrifted, names: []string{pinned, ContentDigest(`{}`)}},
+		}},
+		{"a later valid edit after a failing one is still drift: the failure did not unpin the digest", []step{
+			{content: cm("a-cm", validPack), phase: omniav1.PromptPackPhaseActive, digest: pinned, drift: "False", reason: omniav1.ReasonDigestMatches},
+			{content: cm("a-cm", `{}`), phase: omniav1.PromptPackPhaseFailed, digest: pinned, drift: "True", reason: omniav1.ReasonDigestMismatch, event: omniav1.EventContentDrifted},
+			{content: cm("a-cm", toolPack), phase: omniav1.PromptPackPhaseActive, digest: pinned,
+				drift: "True", reason: omniav1.ReasonDigestMismatch, event: omniav1.EventContentDrifted, names: []string{edited}},
+		}},
+		{"pack.json that cannot be read leaves the drift Unknown and the digest pinned", []step{
+			{content: cm("a-cm", validPack), phase: omniav1.PromptPackPhaseActive, digest: pinned, drift: "False", reason: omniav1.ReasonDigestMatches},
+			{content: nil, phase: omniav1.PromptPackPhaseFailed, digest: pinned, drift: "Unknown", reason: omniav1.ReasonSourceInvalid, names: []string{pinned}},
+		}},
+		{"a version that never validated pins nothing and reports no drift", []step{
+			{content: cm("a-cm", `{}`), phase: omniav1.PromptPackPhaseFailed, digest: ""},
+			{content: cm("a-cm", toolPack), phase: omniav1.PromptPackPhaseActive, digest: edited, drift: "False", reason: omniav1.ReasonDigestMatches},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			p := pack("a", "1.0.0", 0, "")
+			for i, s := range c.steps {
+				d := Decide(Snapshot{Pack: &p, ConfigMap: s.content, Now: t0}, v)
+				st := d.Status
+				if st.Phase != s.phase || st.ContentDigest != s.digest {
+					t.Fatalf("step %d: phase %s digest %q, want %s %q", i, st.Phase, st.ContentDigest, s.phase, s.digest)
+				}
+				got := cond(t, st, omniav1.ConditionContentDrifted)
+				switch {
+				case s.drift == "" && got != nil:
+					t.Fatalf("step %d: ContentDrifted %+v, want none", i, got)
+				case s.drift != "":
+					wantCond(t, st, omniav1.ConditionContentDrifted, metav1.ConditionStatus(s.drift), s.reason)
+					for _, n := range s.names {
+						if !strings.Contains(got.Message, n) {
+							t.Errorf("step %d: message %q does not name %s", i, got.Message, n)
+						}
+					}
+				}
+				var events []string
+				for _, e := range d.Events {
+					if e.Reason == omniav1.EventContentDrifted {
+						events = append(events, e.Type+" "+e.Reason)
+					}
+				}
+				var want []string
+				if s.event != "" {
+					want = []string{corev1.EventTypeWarning + " " + s.event}
+				}
+				if strings.Join(events, ",") != strings.Join(want, ",") {
+					t.Fatalf("step %d: drift events %v, want %v", i, events, want)
+				}
+				p.Status = st
+			}
+		})
+	}
 }
 
 // TestSkillsDeclared: a declared skill is resolved, not reported as

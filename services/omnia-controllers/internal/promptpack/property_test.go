@@ -33,9 +33,12 @@ var versionPool = []string{"0.9.0", "1.0.0", "v1.0.0", "1.0.0+b", "1.1.0-rc.1", 
 //   - an Active version names itself in activeVersion and is not
 //     Superseded; a Superseded one has no activeVersion and says what
 //     supersedes it; a Failed one has a False source or schema condition
-//     and claims nothing (no activeVersion, digest, skills, Superseded,
+//     and claims nothing (no activeVersion, skills, Superseded,
 //     AgentsNotified or skill conditions); skills are listed only while no
 //     skill condition is False;
+//   - a pinned content digest is never replaced, one is pinned only by a
+//     validation of the content read now, and ContentDrifted compares
+//     that content with the pin (absent without a pin);
 //   - Retry is set only for a missing ConfigMap or SkillSource, and
 //     Changed is true exactly when the status differs (lastUpdated aside),
 //     lastUpdated then being the pass's time;
@@ -77,9 +80,12 @@ func TestDecideProperties(t *testing.T) {
 		if !d.Changed {
 			counts.Add("no status write")
 		}
+		if meta.IsStatusConditionTrue(d.Status.Conditions, omniav1.ConditionContentDrifted) {
+			counts.Add("content drifted")
+		}
 		return nil
 	})
-	counts.Require(t, 0.02, "phase Active", "phase Superseded", "phase Failed", "live", "skills listed", "retry", "events", "duplicate version", "no status write")
+	counts.Require(t, 0.02, "phase Active", "phase Superseded", "phase Failed", "live", "skills listed", "retry", "events", "duplicate version", "no status write", "content drifted")
 }
 
 // fresh copies the pack and its siblings, the parts of a snapshot Decide
@@ -126,8 +132,8 @@ func checkStatus(s Snapshot, d Decision) error {
 		if !isFalse(src) && !isFalse(schema) {
 			return fmt.Errorf("Failed with SourceValid %+v and SchemaValid %+v", src, schema)
 		}
-		if st.ActiveVersion != nil || st.ContentDigest != "" || len(st.Skills) > 0 {
-			return fmt.Errorf("Failed but claims activeVersion %v, digest %q, %d skills", st.ActiveVersion, st.ContentDigest, len(st.Skills))
+		if st.ActiveVersion != nil || len(st.Skills) > 0 {
+			return fmt.Errorf("Failed but claims activeVersion %v, %d skills", st.ActiveVersion, len(st.Skills))
 		}
 		for _, typ := range append([]string{omniav1.ConditionSuperseded, omniav1.ConditionAgentsNotified}, skillConds...) {
 			if cond(typ) != nil {
@@ -139,6 +145,11 @@ func checkStatus(s Snapshot, d Decision) error {
 	}
 	if p.IsLive() && (st.Phase != omniav1.PromptPackPhaseActive || st.ContentDigest != "") {
 		return fmt.Errorf("live version in phase %s with digest %q", st.Phase, st.ContentDigest)
+	}
+	if !p.IsLive() {
+		if err := checkPin(s, st); err != nil {
+			return err
+		}
 	}
 	if len(st.Skills) > 0 {
 		for _, typ := range skillConds {
@@ -168,6 +179,55 @@ func checkStatus(s Snapshot, d Decision) error {
 	return nil
 }
 
+// checkPin checks content pinning for a ConfigMap source.
+func checkPin(s Snapshot, st omniav1.PromptPackStatus) error {
+	p := s.Pack
+	stored := p.Status.ContentDigest
+	now := "" // the digest of the pack.json read now; "" when unreadable
+	if ref := p.Spec.Source.ConfigMapRef; ref != nil && s.ConfigMap != nil {
+		if c, ok := s.ConfigMap.Data[omniav1.PackJSONKey]; ok {
+			now = ContentDigest(c)
+		}
+	}
+	validated := st.Phase == omniav1.PromptPackPhaseActive || st.Phase == omniav1.PromptPackPhaseSuperseded
+	switch {
+	case stored != "" && st.ContentDigest != stored:
+		return fmt.Errorf("pinned digest %s replaced by %q", stored, st.ContentDigest)
+	case stored == "" && st.ContentDigest != "" && (!validated || st.ContentDigest != now):
+		return fmt.Errorf("digest %s pinned in phase %s; the content read now has %q", st.ContentDigest, st.Phase, now)
+	case stored == "" && validated && st.ContentDigest != now:
+		return fmt.Errorf("validated in phase %s without pinning %q", st.Phase, now)
+	}
+	if _, err := p.ParsedVersion(); err == nil { // an unparseable version fails before its content is read
+		return checkDrift(st, now)
+	}
+	return nil
+}
+
+// checkDrift checks ContentDrifted against the pin and the digest of the
+// content read now ("" when unreadable).
+func checkDrift(st omniav1.PromptPackStatus, now string) error {
+	c := meta.FindStatusCondition(st.Conditions, omniav1.ConditionContentDrifted)
+	var want metav1.ConditionStatus
+	switch {
+	case st.ContentDigest == "":
+		if c != nil {
+			return fmt.Errorf("ContentDrifted %+v without a pinned digest", c)
+		}
+		return nil
+	case now == "":
+		want = metav1.ConditionUnknown
+	case now == st.ContentDigest:
+		want = metav1.ConditionFalse
+	default:
+		want = metav1.ConditionTrue
+	}
+	if c == nil || c.Status != want {
+		return fmt.Errorf("ContentDrifted %+v, want %s (pinned %s, now %q)", c, want, st.ContentDigest, now)
+	}
+	return nil
+}
+
 // genPack draws one version of pack "support".
 func genPack(r *rand.Rand, name string) omniav1.PromptPack {
 	p := omniav1.PromptPack{
@@ -192,10 +252,11 @@ func genStatusFor(r *rand.Rand, p *omniav1.PromptPack) omniav1.PromptPackStatus 
 	st := omniav1.PromptPackStatus{
 		Phase:              pt.Pick(r, omniav1.PromptPackPhasePending, omniav1.PromptPackPhaseActive, omniav1.PromptPackPhaseActive, omniav1.PromptPackPhaseSuperseded, omniav1.PromptPackPhaseFailed, ""),
 		ObservedGeneration: int64(r.IntN(3)),
-		ContentDigest:      pt.Pick(r, "", "sha256:old"),
+		ContentDigest:      pt.Pick(r, "", "sha256:old", ContentDigest(validPack)),
 		LastUpdated:        pt.MaybeTime(r, 0.5),
 		Conditions: pt.Conditions(r, 0.4, omniav1.ConditionSourceValid, omniav1.ConditionSchemaValid, omniav1.ConditionSuperseded,
-			omniav1.ConditionAgentsNotified, omniav1.ConditionSkillsResolved, omniav1.ConditionSkillsValid, omniav1.ConditionSkillToolsResolved),
+			omniav1.ConditionAgentsNotified, omniav1.ConditionSkillsResolved, omniav1.ConditionSkillsValid, omniav1.ConditionSkillToolsResolved,
+			omniav1.ConditionContentDrifted),
 	}
 	if pt.Chance(r, 0.5) {
 		st.ActiveVersion = pt.Ptr(p.Spec.Version)
