@@ -232,6 +232,29 @@ func rssMiB(pid int) float64 {
 	return 0
 }
 
+// cpuTicks is the user and system CPU time a process has used, from
+// /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s, the
+// kernel's USER_HZ on Linux).
+func cpuTicks(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command name (field 2) may hold spaces; the fields after it
+	// start past its closing parenthesis.
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	if len(f) < 13 {
+		t.Fatalf("/proc/%d/stat: %q", pid, raw)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("/proc/%d/stat: %q", pid, raw)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
 // parallel runs fn(i) for i in [0,n) on w goroutines and returns the wall
 // time.
 func parallel(n, w int, fn func(i int)) time.Duration {

@@ -14,7 +14,8 @@ import (
 )
 
 // TestBenchCacheMemory: RSS of the controller binary holding 10 × N
-// Agents in its cache.
+// Agents in its cache, and the CPU it uses idle: nothing changes for a
+// minute, so what it spends is its resyncs and polls.
 func TestBenchCacheMemory(t *testing.T) {
 	benchEnabled(t)
 	n := 10 * benchN()
@@ -35,4 +36,12 @@ func TestBenchCacheMemory(t *testing.T) {
 	bin := startBinary(t, ns)
 	time.Sleep(20 * time.Second) // sync, one poll, settle
 	report(t, "| agent-controller RSS with %d Agents in the cache | %.0f MiB | target ≤ 150 MiB |", n, rssMiB(bin.pid))
+	const idle = time.Minute
+	before := cpuTicks(t, bin.pid)
+	bin.profile(t, "start")
+	time.Sleep(idle)
+	bin.profile(t, "stop")
+	used := cpuTicks(t, bin.pid) - before
+	report(t, "| agent-controller idle CPU with %d Agents in the cache, nothing changing | %.1f %% of one core (%s in %s) | target ≤ 5 %% |",
+		n, 100*used.Seconds()/idle.Seconds(), used, idle)
 }
