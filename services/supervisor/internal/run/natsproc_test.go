@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/libs/testbin"
-	"github.com/agentplane/agentplane/libs/testenv"
 )
 
 // natsServerBin is nats-server built once per test binary, for the
@@ -35,7 +34,14 @@ func startNATSProcess(tb testing.TB) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	addr := testenv.FreeAddr(tb)
+	// A port the kernel just handed out and took back: free, as far as
+	// loopback goes.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		tb.Fatal(err)
