@@ -109,7 +109,7 @@ func agentControllerBoard() board {
 					q("max by (instance) (controller_is_leader)", "{{instance}}"),
 				).Max(1),
 				timeSeries("Resyncs", unitOpsPerSec,
-					"Full (paginated) LISTs of Agents per second, the poll's and the watch re-lists (controller_resyncs_total): one per --poll-interval is normal. None means the poll stopped, and with it the safety net for missed watch events; many more mean the watch keeps failing.",
+					"LISTs of Agents per second, the poll's (metadata; whole when the cache is behind) and the watch re-lists (controller_resyncs_total): one per --poll-interval is normal. None means the poll stopped, and with it the safety net for missed watch events; many more mean the watch keeps failing.",
 					q(sumBy(rate("controller_resyncs_total", "")), "resyncs"),
 				),
 				timeSeries("Watch reconnects", unitOpsPerSec,

@@ -98,7 +98,7 @@ func overview() board {
 					q("max by (instance) (controller_is_leader)", "{{instance}}"),
 				).Max(1),
 				timeSeries("Watch reconnects and resyncs", unitOpsPerSec,
-					"Times the agent-controller's Agent watch was opened again after it closed (controller_watch_reconnects_total), and its full LISTs of Agents, the poll's and the watch re-lists (controller_resyncs_total; one per poll interval is normal). Frequent reconnects mean an unstable API server connection.",
+					"Times the agent-controller's Agent watch was opened again after it closed (controller_watch_reconnects_total), and its LISTs of Agents, the poll's and the watch re-lists (controller_resyncs_total; one per poll interval is normal). Frequent reconnects mean an unstable API server connection.",
 					q(sumBy(rate("controller_watch_reconnects_total", "")), "watch reconnects"),
 					q(sumBy(rate("controller_resyncs_total", "")), "resyncs"),
 				),

@@ -36,7 +36,7 @@ type Config struct {
 	WatchNamespace string
 	// MaxOutputBytes caps status.output.
 	MaxOutputBytes int
-	// PollInterval is the period of the full LIST that backs up the watch.
+	// PollInterval is the period of the poll that backs up the watch.
 	PollInterval time.Duration
 	// Workers is how many Agents are reconciled at once.
 	Workers int
@@ -132,7 +132,7 @@ func NewFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 	fs.AddLeaderElection(&c.LeaderElection, LeaseName)
 	fs.StringVar(&c.WatchNamespace, "watch-namespace", "", "only reconcile Agents of this namespace; all namespaces when empty")
 	fs.IntVar(&c.MaxOutputBytes, "max-output-bytes", 262144, "cap of status.output in bytes")
-	fs.DurationVar(&c.PollInterval, "poll-interval", controller.DefaultPollInterval, "period of the full LIST that backs up the watch; at least 1s")
+	fs.DurationVar(&c.PollInterval, "poll-interval", controller.DefaultPollInterval, "period of the poll that backs up the watch (a LIST of the Agents' metadata; of the Agents whole when the cache is behind); at least 1s")
 	// Each reconcile mostly waits on the API server: with 4 workers a
 	// burst's runs queue behind each other (docs/benchmarks.md).
 	fs.IntVar(&c.Workers, "workers", controller.DefaultWorkers, "Agents reconciled at once")

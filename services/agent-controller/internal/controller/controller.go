@@ -39,7 +39,7 @@ const (
 	// DefaultWorkers: a reconcile mostly waits on the API server, so many
 	// run at once (docs/benchmarks.md).
 	DefaultWorkers = 32
-	// DefaultPollInterval is the period of the full LIST behind the watch.
+	// DefaultPollInterval is the period of the poll behind the watch.
 	DefaultPollInterval = 15 * time.Second
 )
 

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
@@ -18,8 +19,9 @@ import (
 )
 
 // pollLoop is the safety net beside the watch: every PollInterval (with a
-// little jitter) a full paginated LIST refreshes the cache and reconciles
-// every Agent, so one whose watch event was missed is still handled.
+// little jitter) the poll checks the cache against the API server and
+// reconciles every Agent, so one whose watch event was missed is still
+// handled.
 func (c *Controller) pollLoop(ctx context.Context) {
 	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
 		if err := c.poll(ctx); err != nil {
@@ -31,26 +33,106 @@ func (c *Controller) pollLoop(ctx context.Context) {
 	}, c.opts.PollInterval, 0.1, true)
 }
 
-// pollTimeout bounds one poll, every page of its LIST included.
+// pollTimeout bounds one poll, every page of its LISTs included.
 const pollTimeout = 2 * time.Minute
 
+// poll first LISTs the Agents' metadata only: when every Agent is cached
+// at the version listed (or known undecodable at it), the cache is
+// current, and that LIST alone shows which cached Agents are gone. Only
+// when the cache is behind does it LIST the Agents whole to refresh it.
+// Decoding every Agent whole was nearly all an idle controller's CPU
+// (docs/benchmarks.md); metadata carries no spec or status to decode.
 func (c *Controller) poll(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
 	defer cancel()
+	behind, err := c.pollAgentVersions(ctx)
+	if err != nil {
+		return fmt.Errorf("list Agents' metadata: %w", err)
+	}
+	if behind {
+		if err := c.pollAgents(ctx); err != nil {
+			return err
+		}
+	}
+	c.forgetGone()
+	// Jobs too: a run decides from its cached Job while it runs, so a Job
+	// watch that missed the end would leave the Agent Running for good.
+	jobsErr := c.pollJobs(ctx)
 	counts := map[agentsv1alpha1.AgentPhase]int{}
 	var keys []string
+	for _, obj := range c.agents.GetIndexer().List() {
+		a, ok := obj.(*agentsv1alpha1.Agent)
+		if !ok {
+			continue
+		}
+		phase := a.Status.Phase
+		if phase == "" {
+			phase = agentsv1alpha1.PhasePending
+		}
+		counts[phase]++
+		keys = append(keys, a.Namespace+"/"+a.Name)
+	}
+	c.m.SetPhaseCounts(counts)
+	c.m.SetStations(c.stationLoads())
+	for _, k := range keys {
+		c.queue.Add(k)
+	}
+	return jobsErr
+}
+
+// pollAgentVersions LISTs every page of the Agents' metadata and reports
+// whether the cache is behind: an Agent listed at a newer
+// resourceVersion than its cached copy, or one not cached that is not
+// known undecodable at the version listed. When it is not behind, the
+// Agents the LIST no longer holds are evicted as a full LIST would.
+func (c *Controller) pollAgentVersions(ctx context.Context) (behind bool, err error) {
+	lw, idx := c.lw, c.agents.GetIndexer()
+	listed := map[string]bool{}
+	listRV := ""
+	opts := &client.ListOptions{Namespace: lw.namespace, Limit: lw.pageSize}
+	for {
+		page := &metav1.PartialObjectMetadataList{}
+		page.SetGroupVersionKind(lw.gvk.GroupVersion().WithKind(lw.gvk.Kind + "List"))
+		if err := lw.c.List(ctx, page, opts); err != nil {
+			return false, err
+		}
+		if listRV == "" {
+			listRV = page.ResourceVersion
+			c.m.Resyncs.Inc()
+		}
+		for i := range page.Items {
+			m := &page.Items[i]
+			key := m.Namespace + "/" + m.Name
+			listed[key] = true
+			old, ok, _ := idx.GetByKey(key)
+			if a, isAgent := old.(*agentsv1alpha1.Agent); ok && isAgent {
+				behind = behind || rvNewer(m.ResourceVersion, a.ResourceVersion)
+			} else if !lw.bad.known(key, m.ResourceVersion, listRV) {
+				behind = true
+			}
+		}
+		if page.Continue == "" {
+			break
+		}
+		opts.Continue = page.Continue
+	}
+	if !behind {
+		c.evictMissing(listed, listRV)
+		lw.bad.listed(listRV)
+	}
+	return behind, nil
+}
+
+// pollAgents refreshes the Agent cache from a full paginated LIST: a
+// listed Agent newer than the cached copy replaces it, and a cached Agent
+// the LIST no longer holds is dropped when the LIST is newer.
+func (c *Controller) pollAgents(ctx context.Context) error {
 	listed := map[string]bool{}
 	listRV, err := listPages(ctx, c.lw, func(page runtime.Object) {
 		list := page.(*agentsv1alpha1.AgentList)
 		for i := range list.Items {
 			a := &list.Items[i]
-			phase := a.Status.Phase
-			if phase == "" {
-				phase = agentsv1alpha1.PhasePending
-			}
-			counts[phase]++
 			c.storeIfNewer(a)
-			keys = append(keys, a.Namespace+"/"+a.Name)
 			listed[a.Namespace+"/"+a.Name] = true
 		}
 	})
@@ -58,16 +140,7 @@ func (c *Controller) poll(ctx context.Context) error {
 		return fmt.Errorf("list Agents: %w", err)
 	}
 	c.evictMissing(listed, listRV)
-	c.forgetGone()
-	// Jobs too: a run decides from its cached Job while it runs, so a Job
-	// watch that missed the end would leave the Agent Running for good.
-	jobsErr := c.pollJobs(ctx)
-	c.m.SetPhaseCounts(counts)
-	c.m.SetStations(c.stationLoads())
-	for _, k := range keys {
-		c.queue.Add(k)
-	}
-	return jobsErr
+	return nil
 }
 
 // pollJobs refreshes the Job cache from a full paginated LIST of run

@@ -232,6 +232,21 @@ func (b *undecodables) readable(u *unstructured.Unstructured) {
 	}
 }
 
+// known reports whether the object of key is recorded as undecodable at
+// resourceVersion rv or later; if so, seen (a LIST's resourceVersion) now
+// shows it too, so listed(seen) keeps it.
+func (b *undecodables) known(key, rv, seen string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.byKey[key]
+	if !ok || e.rv < rvOf(rv) {
+		return false
+	}
+	e.seen = max(e.seen, rvOf(seen))
+	b.byKey[key] = e
+	return true
+}
+
 // deleted forgets u's object and reports whether it was recorded.
 func (b *undecodables) deleted(u *unstructured.Unstructured) bool {
 	key := u.GetNamespace() + "/" + u.GetName()

@@ -101,7 +101,7 @@ func New() *Metrics {
 			Name: "controller_run_failures_total", Help: "Runs that ended with a reason, by kind.",
 		}, []string{"kind"}),
 		Resyncs: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "controller_resyncs_total", Help: "Full (paginated) LISTs of Agents: the poll and watch re-lists.",
+			Name: "controller_resyncs_total", Help: "LISTs of Agents: each poll (of metadata; whole too when the cache is behind) and watch re-lists.",
 		}),
 		WatchReconnects: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "controller_watch_reconnects_total", Help: "Times the Agent watch was re-opened after it closed.",
