@@ -233,47 +233,14 @@ func TestSecretWatchMapsToConnections(t *testing.T) {
 	create(t, c)
 	key := client.ObjectKeyFromObject(c)
 	s := credentials(ns, "gh", map[string]string{"token": secretValue})
-	steps := []struct {
-		name    string
-		change  func() error
-		enqueue bool
-	}{
-		{"the Secret created", func() error { return env.Client.Create(ctx, s) }, true},
-		{"the Secret edited", func() error {
+	steps := []ctrltest.WatchStep{
+		{Name: "the Secret created", Change: func() error { return env.Client.Create(ctx, s) }, Enqueue: true},
+		{Name: "the Secret edited", Change: func() error {
 			s.Data["token"] = []byte("rotated-" + secretValue)
 			return env.Client.Update(ctx, s)
-		}, true},
-		{"another Secret created", func() error { return env.Client.Create(ctx, credentials(ns, "other", map[string]string{"token": "x"})) }, false},
-		{"the Secret deleted", func() error { return env.Client.Delete(ctx, s) }, true},
+		}, Enqueue: true},
+		{Name: "another Secret created", Change: func() error { return env.Client.Create(ctx, credentials(ns, "other", map[string]string{"token": "x"})) }, Enqueue: false},
+		{Name: "the Secret deleted", Change: func() error { return env.Client.Delete(ctx, s) }, Enqueue: true},
 	}
-	ctrltest.Eventually(t, wait, func() error {
-		if passes.Count(key) == 0 {
-			return fmt.Errorf("no pass yet")
-		}
-		return nil
-	})
-	for _, st := range steps {
-		t.Run(st.name, func(t *testing.T) {
-			passes.Drain(500 * time.Millisecond)
-			before := passes.Count(key)
-			if err := st.change(); err != nil {
-				t.Fatal(err)
-			}
-			if st.enqueue {
-				ctrltest.Eventually(t, wait, func() error {
-					if passes.Count(key) == before {
-						return fmt.Errorf("the Connection was not enqueued")
-					}
-					return nil
-				})
-				return
-			}
-			ctrltest.Consistently(t, time.Second, func() error {
-				if n := passes.Count(key); n != before {
-					return fmt.Errorf("the Connection was enqueued (%d passes, %d before)", n, before)
-				}
-				return nil
-			})
-		})
-	}
+	ctrltest.CheckEnqueues(t, passes, key, "Connection", steps)
 }

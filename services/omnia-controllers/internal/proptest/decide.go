@@ -63,3 +63,28 @@ func Written[T any](decided, old T, changed bool) (T, error) {
 func Later(r *rand.Rand, now metav1.Time, within time.Duration) metav1.Time {
 	return metav1.NewTime(now.Add(time.Duration(1+r.IntN(int(within/time.Second))) * time.Second))
 }
+
+// Settles checks the fixed point of a status controller: the status a
+// pass decided, read back as stored (Written), needs no further write.
+// again decides over the snapshot with stored as the object's status and
+// a later clock, and returns that decision's status, whether it would
+// write, and how many events it emits; either one fails the property.
+func Settles[T any](decided, old T, changed bool, again func(stored T) (T, bool, int)) error {
+	stored, err := Written(decided, old, changed)
+	if err != nil {
+		return err
+	}
+	if st, write, events := again(stored); write || events > 0 {
+		return fmt.Errorf("the written status needs another write (%d events): %s", events, Diff(stored, st))
+	}
+	return nil
+}
+
+// AddWrite counts whether a first pass wrote its status.
+func (c Counts) AddWrite(changed bool) {
+	if changed {
+		c.Add("status write")
+	} else {
+		c.Add("no status write")
+	}
+}

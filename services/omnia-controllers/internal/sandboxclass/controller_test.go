@@ -155,49 +155,16 @@ func TestWatchesMapToClasses(t *testing.T) {
 	key := client.ObjectKeyFromObject(c)
 	conn := &omniav1.Connection{ObjectMeta: metav1.ObjectMeta{Name: "github", Namespace: ns}, Spec: omniav1.ConnectionSpec{URL: "https://api.github.com"}}
 	other := &omniav1.Connection{ObjectMeta: metav1.ObjectMeta{Name: "slack", Namespace: ns}, Spec: omniav1.ConnectionSpec{URL: "https://slack.com"}}
-	steps := []struct {
-		name    string
-		change  func() error
-		enqueue bool
-	}{
-		{"the RuntimeClass created", func() error { return env.Client.Create(ctx, runtimeClassObj(rcName)) }, true},
-		{"the allowed Connection created", func() error { return env.Client.Create(ctx, conn) }, true},
-		{"the allowed Connection's status written", func() error {
+	steps := []ctrltest.WatchStep{
+		{Name: "the RuntimeClass created", Change: func() error { return env.Client.Create(ctx, runtimeClassObj(rcName)) }, Enqueue: true},
+		{Name: "the allowed Connection created", Change: func() error { return env.Client.Create(ctx, conn) }, Enqueue: true},
+		{Name: "the allowed Connection's status written", Change: func() error {
 			conn.Status.Phase = omniav1.ConnectionPhaseReady
 			return env.Client.Status().Update(ctx, conn)
-		}, false},
-		{"an unrelated Connection created", func() error { return env.Client.Create(ctx, other) }, false},
-		{"the allowed Connection deleted", func() error { return env.Client.Delete(ctx, conn) }, true},
-		{"the RuntimeClass deleted", func() error { return env.Client.Delete(ctx, runtimeClassObj(rcName)) }, true},
+		}, Enqueue: false},
+		{Name: "an unrelated Connection created", Change: func() error { return env.Client.Create(ctx, other) }, Enqueue: false},
+		{Name: "the allowed Connection deleted", Change: func() error { return env.Client.Delete(ctx, conn) }, Enqueue: true},
+		{Name: "the RuntimeClass deleted", Change: func() error { return env.Client.Delete(ctx, runtimeClassObj(rcName)) }, Enqueue: true},
 	}
-	ctrltest.Eventually(t, wait, func() error {
-		if passes.Count(key) == 0 {
-			return fmt.Errorf("no pass yet")
-		}
-		return nil
-	})
-	for _, st := range steps {
-		t.Run(st.name, func(t *testing.T) {
-			passes.Drain(500 * time.Millisecond)
-			before := passes.Count(key)
-			if err := st.change(); err != nil {
-				t.Fatal(err)
-			}
-			if st.enqueue {
-				ctrltest.Eventually(t, wait, func() error {
-					if passes.Count(key) == before {
-						return fmt.Errorf("the SandboxClass was not enqueued")
-					}
-					return nil
-				})
-				return
-			}
-			ctrltest.Consistently(t, time.Second, func() error {
-				if n := passes.Count(key); n != before {
-					return fmt.Errorf("the SandboxClass was enqueued (%d passes, %d before)", n, before)
-				}
-				return nil
-			})
-		})
-	}
+	ctrltest.CheckEnqueues(t, passes, key, "SandboxClass", steps)
 }
