@@ -79,7 +79,11 @@ func natsOutage(t *testing.T, runs, steps int, delay, killAt, outage time.Durati
 	}
 
 	// Into the runs (counted from the first: starting them all takes a
-	// while), then the outage: SIGKILL, as a node crash would.
+	// while), then the outage: SIGKILL, as a node crash would. Not before
+	// every run has stored an event, though: a supervisor that connects
+	// only after the kill (a slow start under load) would never see the
+	// outage it is there to see.
+	waitPublishing(t, js, pods)
 	time.Sleep(time.Until(first.Add(killAt)))
 	for _, p := range pods {
 		if !p.run.IsRunning() {
@@ -229,6 +233,21 @@ func connectJetStream(t *testing.T, c *containers.Container) jetstream.JetStream
 			t.Fatalf("NATS at %s did not answer within a minute: %v", url, err)
 		}
 		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// waitPublishing waits, up to a minute, until every run has at least one
+// event stored: each supervisor is connected to NATS.
+func waitPublishing(t *testing.T, js jetstream.JetStream, pods []*runPod) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for _, p := range pods {
+		for len(readRun(t, js, "team-a", p.name)) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s stored no event within a minute of its start: its supervisor never reached NATS", p.name)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 }
 
