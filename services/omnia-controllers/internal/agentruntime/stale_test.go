@@ -3,6 +3,7 @@ package agentruntime
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -193,12 +194,26 @@ func TestRolloutActsOnlyOnWhatItLastWrote(t *testing.T) {
 	}))
 
 	roSetCandidate(t, ns, roToV110())
-	for _, want := range [][2]int32{{3, 1}, {2, 2}} {
+	// Each weight is followed by a pause, which starts at the clock's time
+	// when the controller takes it: the clock moves only once the status
+	// shows the pause, or the pause would start at the moved time and hold.
+	for _, want := range []struct {
+		stable, candidate, pause int32
+	}{{3, 1, 1}, {2, 2, 3}} {
 		ctrltest.Eventually(t, wait, func() error {
 			if err := roReadyAll(ns); err != nil {
 				return err
 			}
-			return roReplicasAre(ns, want[0], want[1])()
+			if err := roReplicasAre(ns, want.stable, want.candidate)(); err != nil {
+				return err
+			}
+			return rolloutIs(ns, func(a *omniav1.AgentRuntime) error {
+				ro := a.Status.Rollout
+				if ro == nil || ro.CurrentStep == nil || *ro.CurrentStep != want.pause || !strings.Contains(ro.Message, "paused") {
+					return fmt.Errorf("status.rollout %+v, want paused at step %d", ro, want.pause)
+				}
+				return nil
+			})()
 		})
 		clock.advance(time.Hour)
 		roPoke(t, ns)
