@@ -120,6 +120,9 @@ func ConfigHash(in Inputs, res Resolution) string {
 		if c := s.Credential; c != nil && c.SecretRef != nil {
 			w("secret", c.SecretRef.Name, secretDigest(in.Secrets[c.SecretRef.Name]))
 		}
+		if a := s.Auth; a != nil && a.CredentialsSecretRef != nil {
+			w("auth secret", a.CredentialsSecretRef.Name, secretDigest(in.Secrets[a.CredentialsSecretRef.Name]))
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
@@ -153,6 +156,7 @@ type providerEnv struct {
 	Model    string `json:"model,omitempty"`
 	BaseURL  string `json:"baseURL,omitempty"`
 	KeyEnv   string `json:"keyEnv,omitempty"`
+	providerSettings
 }
 
 // envName turns a logical provider name into an environment variable
@@ -202,6 +206,7 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) (*apps
 	if res.Registry != nil {
 		env = append(env, corev1.EnvVar{Name: "OMNIA_TOOLREGISTRY", Value: res.Registry.Name})
 	}
+	env = append(env, contextEnv(a)...)
 	var provs []providerEnv
 	for _, rp := range res.Providers {
 		s := rp.Provider.Spec
@@ -221,6 +226,9 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) (*apps
 		} else if c != nil && c.EnvVar != "" {
 			pe.KeyEnv = c.EnvVar
 		}
+		var authEnv []corev1.EnvVar
+		pe.providerSettings, authEnv = providerSettingsOf(rp.Ref.Name, &s)
+		env = append(env, authEnv...)
 		provs = append(provs, pe)
 	}
 	if provs != nil {

@@ -34,9 +34,10 @@ type Inputs struct {
 	// Providers maps "<ns>/<name>" of each providerRef to the Provider;
 	// a nil value means it does not exist.
 	Providers map[string]*omniav1.Provider
-	// Secrets maps the name of each credential Secret the Providers read
-	// to the Secret (nil when missing); its data feeds the config hash so
-	// a rotated key rolls the pods.
+	// Secrets maps the name of each Secret the Providers read (their
+	// credential and platform credentials, providerSecretNames) to the
+	// Secret (nil when missing); its data feeds the config hash so a
+	// rotated key rolls the pods.
 	Secrets map[string]*corev1.Secret
 	// Workspace is the Workspace that owns the agent's namespace
 	// (NamespaceWorkspace); nil for the many namespaces without one. Its

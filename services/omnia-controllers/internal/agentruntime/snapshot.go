@@ -143,12 +143,12 @@ func (r *Reconciler) inputs(ctx context.Context, a *omniav1.AgentRuntime) (Input
 			continue
 		}
 		in.Providers[key] = p
-		if c := p.Spec.Credential; c != nil && c.SecretRef != nil {
+		for _, name := range providerSecretNames(&p.Spec) {
 			s := &corev1.Secret{}
-			if found, err := r.get(ctx, a.Namespace, c.SecretRef.Name, s); err != nil {
+			if found, err := r.get(ctx, a.Namespace, name, s); err != nil {
 				return in, err
 			} else if found {
-				in.Secrets[c.SecretRef.Name] = s
+				in.Secrets[name] = s
 			}
 		}
 	}
