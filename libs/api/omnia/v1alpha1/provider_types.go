@@ -428,7 +428,8 @@ type ProviderStatus struct {
 	Phase ProviderPhase `json:"phase,omitempty"`
 
 	// conditions detail the checks: SecretFound, CredentialConfigured,
-	// CredentialValid, AuthConfigured, EndpointReachable and ModelValid.
+	// CredentialValid, AuthConfigured, EndpointReachable and ModelValid;
+	// Unsupported names set fields the platform does not implement.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -25,6 +25,8 @@ func decide(s snapshot) plan {
 
 func (d *decider) pass() {
 	in, st := d.s.in, d.st
+	// Judged from the spec alone, on every path: it never blocks the agent.
+	d.unsupported()
 	res := Resolve(in, &st.Conditions, d.t)
 	for _, e := range res.Events {
 		d.warn("Resolve", e.Reason, e.Message)

@@ -131,6 +131,7 @@ func Decide(s Snapshot) Decision {
 	d.credential()
 	d.platformAuth()
 	d.model()
+	d.unsupported()
 	var requeue time.Duration
 	switch {
 	case s.Health == nil:

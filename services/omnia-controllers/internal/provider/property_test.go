@@ -137,13 +137,17 @@ func checkStatus(s Snapshot, d Decision) error {
 	if st.ObservedGeneration != p.Generation {
 		return fmt.Errorf("observedGeneration %d, want %d", st.ObservedGeneration, p.Generation)
 	}
+	if u := meta.FindStatusCondition(conds, omniav1.ConditionUnsupported); u == nil || (u.Status == metav1.ConditionTrue) != (len(UnsupportedFields(&p.Spec)) > 0) {
+		return fmt.Errorf("Unsupported %+v for unimplemented fields %v", u, UnsupportedFields(&p.Spec))
+	}
 	return nil
 }
 
 // managedConditions are the conditions Decide sets or removes; another
 // condition in the stored status is left as it was.
 var managedConditions = []string{omniav1.ConditionSecretFound, omniav1.ConditionCredentialConfigured, omniav1.ConditionCredentialValid,
-	omniav1.ConditionAuthConfigured, omniav1.ConditionModelValid, omniav1.ConditionEndpointReachable, omniav1.ConditionReady}
+	omniav1.ConditionAuthConfigured, omniav1.ConditionModelValid, omniav1.ConditionEndpointReachable, omniav1.ConditionReady,
+	omniav1.ConditionUnsupported}
 
 // checkFixedPoint stores the decided status and decides again a while
 // later, once with the same check results and once with the probe verdict
@@ -215,6 +219,16 @@ func genSpec(r *rand.Rand, legacy bool) omniav1.ProviderSpec {
 	for _, c := range []omniav1.ProviderCapability{omniav1.CapabilityText, omniav1.CapabilityStreaming, omniav1.CapabilityTools, omniav1.CapabilityVision} {
 		if pt.Chance(r, 0.4) {
 			spec.Capabilities = append(spec.Capabilities, c)
+		}
+	}
+	if pt.Chance(r, 0.3) { // the CRD admits each only with its role
+		switch role {
+		case omniav1.ProviderRoleTTS:
+			spec.TTS = &omniav1.TTSConfig{Voice: "v"}
+		case omniav1.ProviderRoleSTT:
+			spec.STT = &omniav1.STTConfig{Language: "en"}
+		case omniav1.ProviderRoleEmbedding:
+			spec.Embedding = &omniav1.EmbeddingConfig{Dimensions: pt.Ptr(int32(768))}
 		}
 	}
 	hostable := (role == omniav1.ProviderRoleLLM || role == omniav1.ProviderRoleEmbedding) &&
