@@ -68,9 +68,18 @@ func TestUnsupportedFieldsReportedAgentRuns(t *testing.T) {
 		return nil
 	})
 
-	// Passes that change nothing write no status.
+	// Passes that change nothing write no status. The Deployment's
+	// status settles first (available after ready), which the agent's
+	// status records.
+	ctrltest.Eventually(t, wait, func() error {
+		a := mustAgent(t, ns, "agent")
+		if r := a.Status.Replicas; r == nil || r.Desired != 1 || r.Ready != 1 || r.Available != 1 {
+			return fmt.Errorf("replicas %+v", r)
+		}
+		return nil
+	})
 	key := types.NamespacedName{Namespace: ns, Name: "agent"}
-	counter.Drain(2 * time.Second)
+	counter.Drain(5 * time.Second)
 	writes, passes := statusWrites.Load(), counter.Count(key)
 	a := mustAgent(t, ns, "agent")
 	a.Labels = map[string]string{"poke": "1"}
@@ -83,7 +92,7 @@ func TestUnsupportedFieldsReportedAgentRuns(t *testing.T) {
 		}
 		return nil
 	})
-	counter.Drain(2 * time.Second)
+	counter.Drain(5 * time.Second)
 	if n := statusWrites.Load(); n != writes {
 		t.Fatalf("%d status writes by passes that changed nothing", n-writes)
 	}
