@@ -86,7 +86,7 @@ func RuntimeImage(a *omniav1.AgentRuntime, cfg Config) (string, error) {
 }
 
 // ConfigHash digests every input of the pod that is not already spelled
-// out in the template: the pack's content, the registry's spec generation,
+// out in the template: the pack's content, the tools file's content,
 // the providers' settings and their credential Secrets' data. Only a hash
 // of Secret data is kept, never a value.
 func ConfigHash(in Inputs, res Resolution) string {
@@ -103,8 +103,12 @@ func ConfigHash(in Inputs, res Resolution) string {
 			w(p.Spec.Source.Live.URL)
 		}
 	}
-	if tr := res.Registry; tr != nil {
-		w("registry", tr.Name, fmt.Sprint(tr.Generation))
+	// The tool set's content, not the registry's generation: a registry
+	// edit that leaves the tools as they were rolls nothing (tools.go).
+	if ts := res.Tools; ts != nil {
+		w("tools", ts.Digest)
+	} else if tr := res.Registry; tr != nil {
+		w("registry", tr.Name)
 	}
 	provs := append([]ResolvedProvider(nil), res.Providers...)
 	sort.Slice(provs, func(i, j int) bool { return provs[i].Ref.Name < provs[j].Ref.Name })
@@ -196,6 +200,11 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) (*apps
 		volumes = append(volumes, corev1.Volume{Name: PackVolumeName, VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: pack.Spec.Source.ConfigMapRef.Name}}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: PackVolumeName, MountPath: PackMountPath, ReadOnly: true})
+	}
+	if ts := res.Tools; ts != nil {
+		env = append(env, corev1.EnvVar{Name: EnvToolsPath, Value: ToolsPath})
+		volumes = append(volumes, ts.volume(a.Name))
+		mounts = append(mounts, corev1.VolumeMount{Name: ToolsVolumeName, MountPath: ToolsMountPath, ReadOnly: true})
 	}
 	// The volumes the agent's mounts name go into the pod with them: a
 	// mount without its volume is refused by the API server.

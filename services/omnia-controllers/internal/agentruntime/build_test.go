@@ -32,7 +32,7 @@ func mustBuild(t *testing.T, in Inputs, cfg Config) *appsv1.Deployment {
 
 // TestPodTemplateChangesOnlyWithInputs: the template is a function of the
 // inputs: identical inputs give an identical template, and each input
-// (pack version or content, registry spec, provider settings, credential
+// (pack version or content, registry tools, provider settings, credential
 // data) moves the config hash, while agent metadata does not.
 func TestPodTemplateChangesOnlyWithInputs(t *testing.T) {
 	cfg := Config{RuntimeImage: "runtime:1"}
@@ -63,11 +63,11 @@ func TestPodTemplateChangesOnlyWithInputs(t *testing.T) {
 		t.Fatal("agent metadata or pack status noise changed the template")
 	}
 	for name, mut := range map[string]func(*Inputs){
-		"pack content": func(in *Inputs) { in.Packs[0].Status.ContentDigest = "sha256:other" },
-		"pack version": func(in *Inputs) { in.Packs[0].Spec.Version = "2.1.0" },
-		"registry":     func(in *Inputs) { in.Registry.Generation = 2 },
-		"model":        func(in *Inputs) { in.Providers["ns/llm"].Spec.Model = "gpt-5" },
-		"credential":   func(in *Inputs) { in.Secrets["key"].Data["OPENAI_API_KEY"] = []byte("sk-2") },
+		"pack content":   func(in *Inputs) { in.Packs[0].Status.ContentDigest = "sha256:other" },
+		"pack version":   func(in *Inputs) { in.Packs[0].Spec.Version = "2.1.0" },
+		"registry tools": func(in *Inputs) { in.Registry.Spec.Handlers = []omniav1.HandlerDefinition{httpHandler("weather", "w")} },
+		"model":          func(in *Inputs) { in.Providers["ns/llm"].Spec.Model = "gpt-5" },
+		"credential":     func(in *Inputs) { in.Secrets["key"].Data["OPENAI_API_KEY"] = []byte("sk-2") },
 		// The Provider can still read Ready when its Secret is gone.
 		"credential Secret deleted": func(in *Inputs) { delete(in.Secrets, "key") },
 	} {

@@ -106,6 +106,17 @@ func (d *decider) pass() {
 		}
 	}
 
+	// The tools file goes first: the pods of a new template mount it.
+	if err := d.toolsConfigMap(res.Tools); err != nil {
+		if transientAPIError(err) {
+			d.end(nil, 0, errors.Join(roErr, err), nil)
+			return
+		}
+		d.set(omniav1.ConditionDeploymentReady, metav1.ConditionFalse, omniav1.ReasonDeploymentFailed, err.Error())
+		st.Phase = omniav1.AgentRuntimePhaseFailed
+		d.end(st, 0, errors.Join(roErr, err), nil)
+		return
+	}
 	dep, err := d.deployment(want, d.s.live.stable, autoscalerFloor(in))
 	if transientAPIError(err) {
 		// Not a problem with the spec: the phase stands and

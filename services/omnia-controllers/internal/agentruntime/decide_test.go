@@ -76,6 +76,11 @@ func written(s snapshot, p plan) snapshot {
 				o = nil
 			}
 			next.live.jwks.obj = o
+		case *corev1.ConfigMap:
+			if gone {
+				o = nil
+			}
+			next.live.tools.obj = o
 		}
 	}
 	return next

@@ -31,13 +31,17 @@ type Inputs struct {
 	// Registry is the referenced ToolRegistry; nil when not set, missing or
 	// in another namespace.
 	Registry *omniav1.ToolRegistry
+	// ToolPolicies are the ToolPolicies of the agent's namespace that
+	// select Registry; they go into the agent's tools file.
+	ToolPolicies []omniav1.ToolPolicy
 	// Providers maps "<ns>/<name>" of each providerRef to the Provider;
 	// a nil value means it does not exist.
 	Providers map[string]*omniav1.Provider
 	// Secrets maps the name of each Secret the Providers read (their
 	// credential and platform credentials, providerSecretNames) to the
 	// Secret (nil when missing); its data feeds the config hash so a
-	// rotated key rolls the pods.
+	// rotated key rolls the pods. The Secrets the registry's handlers
+	// authenticate with are here too, only to be judged usable (tools.go).
 	Secrets map[string]*corev1.Secret
 	// Workspace is the Workspace that owns the agent's namespace
 	// (NamespaceWorkspace); nil for the many namespaces without one. Its
@@ -67,6 +71,8 @@ type Resolution struct {
 	Pack *omniav1.PromptPack
 	// Registry is the usable ToolRegistry, nil to run without tools.
 	Registry *omniav1.ToolRegistry
+	// Tools is what the pods get of Registry (tools.go); nil without one.
+	Tools *ToolSet
 	// Providers are the usable providers in spec order.
 	Providers []ResolvedProvider
 	// Events to emit (Warning), once per condition transition.
@@ -105,6 +111,7 @@ func Resolve(in Inputs, conds *[]metav1.Condition, now metav1.Time) Resolution {
 		return r.res
 	}
 	r.registry()
+	r.tools()
 	if !r.providers() {
 		return r.res
 	}

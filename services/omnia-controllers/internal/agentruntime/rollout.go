@@ -93,7 +93,7 @@ func (d *decider) activeRollout(res Resolution, image string, stable *appsv1.Dep
 			StableVersion: res.Pack.Spec.Version, CandidateVersion: candVersion, Now: d.t.Time})
 	}
 
-	cb := d.buildCandidate(image)
+	cb := d.buildCandidate(image, res.Tools)
 	if cb.err != nil {
 		return rolloutResult{}, cb.err
 	}
@@ -228,8 +228,10 @@ type candidateBuild struct {
 
 // buildCandidate resolves the candidate's own inputs — the spec with the
 // candidate's overrides — exactly as the stable ones are resolved, and
-// builds its Deployment.
-func (d *decider) buildCandidate(image string) candidateBuild {
+// builds its Deployment. stableTools is the stable side's tool set: both
+// Deployments mount the one tools ConfigMap, so a candidate whose tool set
+// differs gets no tools file (see candidateTools).
+func (d *decider) buildCandidate(image string, stableTools *ToolSet) candidateBuild {
 	ci := d.s.candidate
 	if ci == nil {
 		// The snapshot reads the candidate's inputs whenever the spec it
@@ -253,6 +255,7 @@ func (d *decider) buildCandidate(image string) candidateBuild {
 		}
 		return candidateBuild{why: why, retry: res.Retry}
 	}
+	res.Tools = candidateTools(res.Tools, stableTools)
 	dep, err := BuildDeployment(ci.in, res, d.s.cfg, image)
 	if err != nil {
 		return candidateBuild{why: "candidate cannot be built: " + err.Error()}

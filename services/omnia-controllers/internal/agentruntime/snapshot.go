@@ -68,6 +68,8 @@ type liveObjects struct {
 	service   found[*corev1.Service]
 	hpa       found[*autoscalingv2.HorizontalPodAutoscaler]
 	jwks      found[*corev1.Secret]
+	// tools is read from the API server: ConfigMaps are never cached.
+	tools found[*corev1.ConfigMap]
 }
 
 // found is one object read by name: obj is nil when it does not exist or
@@ -98,6 +100,7 @@ func (r *Reconciler) snapshot(ctx context.Context, a *omniav1.AgentRuntime, now 
 		service:   read(ctx, r, a.Namespace, a.Name, &corev1.Service{}),
 		hpa:       read(ctx, r, a.Namespace, a.Name, &autoscalingv2.HorizontalPodAutoscaler{}),
 		jwks:      read(ctx, r, a.Namespace, JWKSSecretName(a.Name), &corev1.Secret{}),
+		tools:     read(ctx, r, a.Namespace, ToolsConfigMapName(a.Name), &corev1.ConfigMap{}),
 	}
 	return s, nil
 }
@@ -127,6 +130,9 @@ func (r *Reconciler) inputs(ctx context.Context, a *omniav1.AgentRuntime) (Input
 		} else if found {
 			in.Registry = tr
 		}
+	}
+	if err := r.toolInputs(ctx, &in); err != nil {
+		return in, err
 	}
 	for _, e := range a.Spec.Providers {
 		if e.ProviderRef.Namespace != nil && *e.ProviderRef.Namespace != "" && *e.ProviderRef.Namespace != a.Namespace {

@@ -2,12 +2,14 @@ package agentruntime
 
 import (
 	"context"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -20,8 +22,9 @@ import (
 )
 
 // SetupWithManager wires the controller: it owns the Deployments, Service,
-// HPA and OIDC key Secret it builds, and maps every PromptPack, ToolRegistry, Provider and
-// credential Secret change back to the agents that reference it through
+// HPA, OIDC key Secret and tools ConfigMap it builds, and maps every
+// PromptPack, ToolRegistry, ToolPolicy, Provider and credential Secret
+// change back to the agents that reference it through
 // field indexes, and every Workspace change to the agents of the namespace
 // it names, so no timer is needed to notice a change. Up to three agents
 // reconcile at once. rec, when not nil, is called instead of r (tests
@@ -34,6 +37,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 		// The OIDC key mirror: a deleted or edited mirror is repaired at
 		// once, not at the next 6-hour refresh.
 		Owns(&corev1.Secret{}).
+		// The tools ConfigMap: metadata only, as every ConfigMap watch of
+		// this binary (kubeutil.ApplyCacheOptions); an edit or deletion
+		// brings the pass, which reads it from the API server.
+		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
+		Watches(&omniav1.ToolPolicy{}, r.agentsForPolicy()).
 		Watches(&omniav1.PromptPack{}, handler.EnqueueRequestsFromMapFunc(r.agentsForPack)).
 		Watches(&omniav1.ToolRegistry{}, handler.EnqueueRequestsFromMapFunc(r.agentsByKey(index.AgentToolRegistry))).
 		Watches(&omniav1.Provider{}, handler.EnqueueRequestsFromMapFunc(r.agentsByKey(index.AgentProvider))).
@@ -61,8 +69,10 @@ func (r *Reconciler) agentsByKey(field string) handler.MapFunc {
 	}
 }
 
-// agentsForSecret maps a Secret to the agents whose Providers read it:
-// its data is hashed into their pod template.
+// agentsForSecret maps a Secret to the agents whose Providers read it
+// (its data is hashed into their pod template) and to those whose
+// ToolRegistry's handlers name it (whether it may be mounted is judged
+// per pass, ToolSecretsReady).
 func (r *Reconciler) agentsForSecret(ctx context.Context, o client.Object) []reconcile.Request {
 	var ps omniav1.ProviderList
 	if err := r.Client.List(ctx, &ps, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.ProviderSecret: o.GetName()}); err != nil {
@@ -71,15 +81,59 @@ func (r *Reconciler) agentsForSecret(ctx context.Context, o client.Object) []rec
 	}
 	seen := map[reconcile.Request]bool{}
 	var out []reconcile.Request
-	for i := range ps.Items {
-		for _, req := range r.list(ctx, client.MatchingFields{index.AgentProvider: index.Key(ps.Items[i].Namespace, ps.Items[i].Name)}) {
+	add := func(reqs []reconcile.Request) {
+		for _, req := range reqs {
 			if !seen[req] {
 				seen[req] = true
 				out = append(out, req)
 			}
 		}
 	}
+	for i := range ps.Items {
+		add(r.list(ctx, client.MatchingFields{index.AgentProvider: index.Key(ps.Items[i].Namespace, ps.Items[i].Name)}))
+	}
+	// Few registries per namespace, read from the cache: no index needed.
+	var trs omniav1.ToolRegistryList
+	if err := r.Client.List(ctx, &trs, client.InNamespace(o.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "map Secret to ToolRegistries", "secret", client.ObjectKeyFromObject(o))
+		return out
+	}
+	for i := range trs.Items {
+		if slices.Contains(toolSecretNames(&trs.Items[i].Spec), o.GetName()) {
+			add(r.list(ctx, client.MatchingFields{index.AgentToolRegistry: index.Key(trs.Items[i].Namespace, trs.Items[i].Name)}))
+		}
+	}
 	return out
+}
+
+// agentsForPolicy enqueues the agents of the registry a ToolPolicy
+// selects: the policy is in their tools file. An update that moves the
+// selector enqueues the agents of the registry it left too.
+func (r *Reconciler) agentsForPolicy() handler.Funcs {
+	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
+		p, ok := o.(*omniav1.ToolPolicy)
+		if !ok || p.Spec.Selector.Registry == "" {
+			return
+		}
+		for _, req := range r.list(ctx, client.MatchingFields{index.AgentToolRegistry: index.Key(p.Namespace, p.Spec.Selector.Registry)}) {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.ObjectOld)
+			add(ctx, q, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+	}
 }
 
 // agentsForWorkspace enqueues every agent of the namespace a Workspace

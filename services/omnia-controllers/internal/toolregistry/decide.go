@@ -99,19 +99,8 @@ func Decide(s Snapshot) Decision {
 		kubeutil.SetCondition(&st.Conditions, gen, now, typ, status, reason, msg)
 	}
 
-	var errs []string
-	var tools []omniav1.DiscoveredTool
-	for i := range tr.Spec.Handlers {
-		h := &tr.Spec.Handlers[i]
-		if err := ValidateHandler(h, s.Catalog); err != nil {
-			errs = append(errs, fmt.Sprintf("handler %q: %v", h.Name, err))
-			continue
-		}
-		tools = append(tools, HandlerTools(h, s.Catalog)...)
-	}
+	tools, errs := DiscoverTools(&tr.Spec, s.Catalog)
 	if len(errs) > 0 {
-		// An invalid registry offers nothing: no tool is listed or probed.
-		tools = nil
 		set(omniav1.ConditionHandlersValid, metav1.ConditionFalse, omniav1.ReasonValidationFailed,
 			truncate.String("Handler validation errors: ["+strings.Join(errs, "; ")+"]", 4096))
 	} else {
@@ -166,6 +155,29 @@ func Decide(s Snapshot) Decision {
 		d.RequeueAfter = ProbeInterval(tr)
 	}
 	return d
+}
+
+// DiscoverTools lists the tools of a registry's spec, before probing, and
+// the validation error of each invalid handler. An invalid registry offers
+// nothing: with any error the list is empty. It reads the spec alone, so
+// the AgentRuntime controller, which hands the tools to the agent's pods,
+// gets from it what this controller lists in status.discoveredTools for
+// the same spec, without waiting for that status.
+func DiscoverTools(spec *omniav1.ToolRegistrySpec, catalog PlatformCatalog) ([]omniav1.DiscoveredTool, []string) {
+	var errs []string
+	var tools []omniav1.DiscoveredTool
+	for i := range spec.Handlers {
+		h := &spec.Handlers[i]
+		if err := ValidateHandler(h, catalog); err != nil {
+			errs = append(errs, fmt.Sprintf("handler %q: %v", h.Name, err))
+			continue
+		}
+		tools = append(tools, HandlerTools(h, catalog)...)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return tools, nil
 }
 
 // setTimes copies lastChecked from the previous tools with the same handler

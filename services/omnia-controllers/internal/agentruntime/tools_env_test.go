@@ -1,0 +1,228 @@
+package agentruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
+)
+
+// toolsCM reads the agent's tools ConfigMap; nil when it does not exist.
+func toolsCM(t *testing.T, ns, agent string) *corev1.ConfigMap {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: ToolsConfigMapName(agent)}, cm)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm
+}
+
+// TestToolsConfigMapReachesThePod, against a real API server: the agent's
+// tools ConfigMap is created, owned and mounted; a handler change rolls
+// the pods once; registry status churn rolls nothing and rewrites
+// nothing; a deleted ConfigMap is recreated through its watch; a deleted
+// registry removes the ConfigMap and the mount.
+func TestToolsConfigMapReachesThePod(t *testing.T) {
+	ns := env.Namespace(t)
+	counter := startAll(t)
+	ctx := context.Background()
+	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
+	reg := &omniav1.ToolRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tools", Namespace: ns},
+		Spec: omniav1.ToolRegistrySpec{Handlers: []omniav1.HandlerDefinition{httpHandler("weather", "Weather by city")}}}
+	mustCreate(t, cm, pack, mockProvider(ns, "llm"), reg, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+		a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "tools"}
+	}))
+	key := types.NamespacedName{Namespace: ns, Name: "agent"}
+
+	// 1. Created, owned, mounted.
+	ctrltest.Eventually(t, wait, func() error {
+		c := toolsCM(t, ns, "agent")
+		if c == nil {
+			return errors.New("no tools ConfigMap yet")
+		}
+		if o := metav1.GetControllerOf(c); o == nil || o.Kind != "AgentRuntime" || o.Name != "agent" {
+			return fmt.Errorf("controller %+v", o)
+		}
+		if !strings.Contains(c.Data[omniav1.ToolsJSONKey], `"description":"Weather by city"`) {
+			return fmt.Errorf("tools.json %s", c.Data[omniav1.ToolsJSONKey])
+		}
+		dep := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, key, dep); err != nil {
+			return err
+		}
+		for _, v := range dep.Spec.Template.Spec.Volumes {
+			if v.Name == ToolsVolumeName && v.Projected != nil && v.Projected.Sources[0].ConfigMap.Name == "agent-tools" {
+				if n := len(replicaSets(t, ns, "agent")); n != 1 {
+					return fmt.Errorf("%d ReplicaSets", n)
+				}
+				return nil
+			}
+		}
+		return errors.New("the Deployment does not mount the tools volume")
+	})
+	cmRV := toolsCM(t, ns, "agent").ResourceVersion
+
+	// 2. Status churn only: no new ReplicaSet, no ConfigMap write.
+	before := counter.Count(key)
+	for i := range 3 {
+		tr := &omniav1.ToolRegistry{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "tools"}, tr); err != nil {
+			t.Fatal(err)
+		}
+		now := metav1.NewTime(time.Now().Add(time.Duration(i) * time.Minute).Truncate(time.Second))
+		tr.Status = omniav1.ToolRegistryStatus{Phase: omniav1.ToolRegistryPhaseReady, ObservedGeneration: tr.Generation, LastDiscoveryTime: &now,
+			DiscoveredToolsCount: 1, DiscoveredTools: []omniav1.DiscoveredTool{{Name: "weather_tool", HandlerName: "weather",
+				Status: omniav1.ToolStatusAvailable, LastChecked: &now}},
+			Conditions: []metav1.Condition{{Type: omniav1.ConditionToolsDiscovered, Status: metav1.ConditionTrue, Reason: "ToolsDiscovered",
+				Message: fmt.Sprintf("probe round %d", i), LastTransitionTime: now}}}
+		if err := env.Client.Status().Update(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		if n := counter.Count(key); n < before+1 {
+			return errors.New("the status churn has not reached the agent yet")
+		}
+		return nil
+	})
+	time.Sleep(2 * time.Second)
+	if n := len(replicaSets(t, ns, "agent")); n != 1 {
+		t.Fatalf("%d ReplicaSets after registry status churn, want 1", n)
+	}
+	if rv := toolsCM(t, ns, "agent").ResourceVersion; rv != cmRV {
+		t.Fatalf("the tools ConfigMap was rewritten on status churn (%s -> %s)", cmRV, rv)
+	}
+
+	// 3. A handler change: one new ReplicaSet and the new tools.json.
+	tr := &omniav1.ToolRegistry{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "tools"}, tr); err != nil {
+		t.Fatal(err)
+	}
+	tr.Spec.Handlers[0].Tool.Description = "Weather and forecast"
+	if err := env.Client.Update(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		if !strings.Contains(toolsCM(t, ns, "agent").Data[omniav1.ToolsJSONKey], "Weather and forecast") {
+			return errors.New("tools.json not updated yet")
+		}
+		if n := len(replicaSets(t, ns, "agent")); n != 2 {
+			return fmt.Errorf("%d ReplicaSets, want 2", n)
+		}
+		return nil
+	})
+	time.Sleep(2 * time.Second)
+	if n := len(replicaSets(t, ns, "agent")); n != 2 {
+		t.Fatalf("%d ReplicaSets after one handler change, want 2", n)
+	}
+
+	// 4. Deleted by someone else: recreated through the owned watch.
+	if err := env.Client.Delete(ctx, toolsCM(t, ns, "agent")); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		if toolsCM(t, ns, "agent") == nil {
+			return errors.New("not recreated yet")
+		}
+		return nil
+	})
+
+	// 5. The registry deleted: ToolRegistryReady=False, no ConfigMap, no
+	// tools volume.
+	if err := env.Client.Delete(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		if toolsCM(t, ns, "agent") != nil {
+			return errors.New("the stale tools ConfigMap is still there")
+		}
+		a := mustAgent(t, ns, "agent")
+		if err := ctrltest.PhaseReason(a.Status.Phase, a.Status.Conditions, a.Status.Phase, omniav1.ConditionToolRegistryReady, omniav1.ReasonToolRegistryNotFound); err != nil {
+			return err
+		}
+		dep := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, key, dep); err != nil {
+			return err
+		}
+		for _, v := range dep.Spec.Template.Spec.Volumes {
+			if v.Name == ToolsVolumeName {
+				return errors.New("the Deployment still mounts the tools volume")
+			}
+		}
+		return nil
+	})
+}
+
+// TestToolPolicyAndSecretWatches: a ToolPolicy that selects the registry
+// reaches the agent's tools.json through the ToolPolicy watch; a handler
+// Secret without the credentials label is not mounted
+// (ToolSecretsReady=False), and labelling it reaches the agent through
+// the Secret watch, which then mounts it.
+func TestToolPolicyAndSecretWatches(t *testing.T) {
+	ns := env.Namespace(t)
+	startAll(t)
+	ctx := context.Background()
+	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "wx-token", Namespace: ns}, Data: map[string][]byte{"token": []byte("v")}}
+	reg := &omniav1.ToolRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tools", Namespace: ns},
+		Spec: omniav1.ToolRegistrySpec{Handlers: []omniav1.HandlerDefinition{bearer(httpHandler("weather", "w"), "wx-token", nil), mcpHandler("docs")}}}
+	mustCreate(t, cm, pack, mockProvider(ns, "llm"), sec, reg, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+		a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "tools"}
+	}))
+	ctrltest.Eventually(t, wait, func() error {
+		a := mustAgent(t, ns, "agent")
+		if err := ctrltest.PhaseReason(a.Status.Phase, a.Status.Conditions, a.Status.Phase, omniav1.ConditionToolSecretsReady, omniav1.ReasonToolSecretNotUsable); err != nil {
+			return err
+		}
+		if c := toolsCM(t, ns, "agent"); c == nil || strings.Contains(c.Data[omniav1.ToolsJSONKey], `"weather"`) {
+			return errors.New("want a tools.json without the weather handler")
+		}
+		return nil
+	})
+
+	pol := policy("no-prod", "no-prod")
+	pol.ObjectMeta = metav1.ObjectMeta{Name: "no-prod", Namespace: ns}
+	mustCreate(t, &pol)
+	ctrltest.Eventually(t, wait, func() error {
+		if c := toolsCM(t, ns, "agent"); c == nil || !strings.Contains(c.Data[omniav1.ToolsJSONKey], `"name":"no-prod"`) {
+			return errors.New("the policy is not in tools.json yet")
+		}
+		return nil
+	})
+
+	sec.Labels = map[string]string{omniav1.LabelType: omniav1.LabelTypeCredentials}
+	if err := env.Client.Update(ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		a := mustAgent(t, ns, "agent")
+		if err := ctrltest.PhaseReason(a.Status.Phase, a.Status.Conditions, a.Status.Phase, omniav1.ConditionToolSecretsReady, omniav1.ReasonToolSecretsMounted); err != nil {
+			return err
+		}
+		dep := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "agent"}, dep); err != nil {
+			return err
+		}
+		for _, v := range dep.Spec.Template.Spec.Volumes {
+			if v.Name == ToolsVolumeName && len(v.Projected.Sources) == 2 && v.Projected.Sources[1].Secret.Name == "wx-token" {
+				return nil
+			}
+		}
+		return errors.New("the Secret is not projected yet")
+	})
+}
