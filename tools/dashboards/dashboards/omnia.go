@@ -108,6 +108,10 @@ func omniaControllersBoard() board {
 					"1 when a PromptPack passed validation, 0 when not, per PromptPack (omnia_promptpack_valid). 0 means a pack that AgentRuntimes cannot use.",
 					q("max by (namespace, promptpack) (omnia_promptpack_valid"+omniaSelector+")", "{{namespace}}/{{promptpack}}"),
 				).Max(1),
+				timeSeries("PromptPack validation failures by stage", unitOpsPerSec,
+					"PromptPack validations that failed per second, by stage: source (the ConfigMap or its pack.json key) or schema (pack.json against the PromptPack schema) (omnia_promptpack_validation_failures_total; each failure counts once, when it is stored). A steady rate means packs published broken or edited into failure.",
+					q(sumBy(rate("omnia_promptpack_validation_failures_total", omniaSelector), "stage"), "{{stage}}"),
+				),
 			}},
 			{title: "Controller", panels: []cog.Builder[dashboard.Panel]{
 				timeSeries("Leader", unitNone,

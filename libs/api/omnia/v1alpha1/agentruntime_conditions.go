@@ -98,7 +98,12 @@ const (
 	ReasonScaling          = "Scaling"
 	ReasonDisabled         = "Disabled"
 	ReasonAutoscalingError = "Error"
+	// ReasonKEDANotInstalled: the agent asks for KEDA and the API server
+	// serves no keda.sh/v1alpha1 ScaledObject.
 	ReasonKEDANotInstalled = "KEDANotInstalled"
+	// ReasonKEDANoTrigger: the agent asks for KEDA without triggers and the
+	// operator has no Prometheus address for the default trigger.
+	ReasonKEDANoTrigger = "NoTrigger"
 	// ReasonAutoscalerNotOwned: a HorizontalPodAutoscaler of the agent's
 	// name exists and is not controlled by the agent; it is left alone.
 	ReasonAutoscalerNotOwned = "NotOwned"

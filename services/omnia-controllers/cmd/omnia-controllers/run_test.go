@@ -19,10 +19,23 @@ import (
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/libs/service/servicetest"
 	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/agentruntime"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/connection"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/promptpack"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/provider"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/sandboxclass"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/skillsource"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/toolpolicy"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/toolregistry"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/workspace"
 )
 
 var env *testenv.Env
+
+// controllerNames are the controllers the binary runs.
+var controllerNames = []string{agentruntime.ControllerName, promptpack.ControllerName, toolregistry.ControllerName, provider.ControllerName,
+	workspace.ControllerName, skillsource.ControllerName, toolpolicy.ControllerName, sandboxclass.ControllerName, connection.ControllerName}
 
 // OwnerReferencesPermissionEnforcement is on, as in OpenShift, so the
 // installed RBAC is checked for the owner finalizers blockOwnerDeletion
@@ -116,6 +129,16 @@ func TestRunWiring(t *testing.T) {
 	if err != nil || code != http.StatusOK || !strings.Contains(body, `controller_runtime_reconcile_total{controller="promptpack"`) ||
 		!strings.Contains(body, `agentplane_build_info{`) || !strings.Contains(body, `service="omnia-controllers"`) {
 		t.Fatalf("metrics: %d %v", code, err)
+	}
+	// Every controller has its own reconcile and error series, under its
+	// name (controller-runtime creates them when the controller starts).
+	for _, c := range controllerNames {
+		for _, want := range []string{`controller_runtime_reconcile_total{controller="` + c + `",result="success"}`,
+			`controller_runtime_reconcile_errors_total{controller="` + c + `"}`} {
+			if !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
 	}
 	// The omnia metrics are served beside controller-runtime's, with both
 	// rollout results from the start, and every family passes promlint.

@@ -17,10 +17,11 @@ import (
 // maxRounds bounds the decide-and-write rounds of one pass. A round that
 // does not end the pass makes at least one write or answers one question,
 // and decide never plans a made write again nor asks an answered question
-// (both are in the snapshot). A pass makes at most seven writes (two of the
-// rollout, the tools ConfigMap, the stable Deployment, the Service, the
-// HPA, the key mirror) and asks at most two questions (an analysis, a key
-// set), so ten rounds always suffice; the rest is margin. A plan that does not settle within
+// (both are in the snapshot). A pass makes at most eight writes (two of
+// the rollout, the tools ConfigMap, the stable Deployment, the Service,
+// the HPA and the KEDA ScaledObject — one of them written, the other
+// deleted —, the key mirror) and asks at most two questions (an analysis,
+// a key set), so ten rounds always suffice; the rest is margin. A plan that does not settle within
 // the bound is a bug in decide, returned as an error rather than looped on.
 const maxRounds = 16
 

@@ -28,6 +28,9 @@ type Config struct {
 	RuntimeCommand []string
 	// ImagePullPolicy of the runtime container; IfNotPresent when empty.
 	ImagePullPolicy corev1.PullPolicy
+	// PrometheusURL is the Prometheus the default KEDA trigger queries
+	// (--prometheus-url); without it a keda policy needs its own triggers.
+	PrometheusURL string
 }
 
 // Label keys and values of the objects the controller builds.

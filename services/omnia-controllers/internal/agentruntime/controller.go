@@ -39,6 +39,9 @@ type Reconciler struct {
 	// Prometheus, and analysis steps then hold.
 	Metrics MetricsQuerier
 
+	// keda is what the controller knows of KEDA on its API server.
+	keda kedaSupport
+
 	// superseded holds the agent versions this controller's writes
 	// replaced, so a pass that reads one from a lagging cache waits.
 	superseded kubeutil.Superseded

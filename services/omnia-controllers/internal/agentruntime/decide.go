@@ -153,7 +153,7 @@ func (d *decider) pass() {
 	st.ServiceEndpoint = fmt.Sprintf("%s.%s.svc.cluster.local:%d", in.Agent.Name, in.Agent.Namespace, primaryPort(in.Agent))
 	// An HPA failure is in AutoscalingReady; the pass goes on so the
 	// status that shows it is written.
-	hpaErr := d.autoscaling()
+	asAfter, hpaErr := d.autoscaling()
 
 	jwksAfter, jwksErr := d.mirrorJWKS()
 	if d.asked() {
@@ -186,6 +186,7 @@ func (d *decider) pass() {
 		return
 	}
 	// Timers only for what no watch event reports: rollout steps and
-	// analysis, the OIDC key refresh, the idle deadline.
-	d.end(st, soonest(idle.RequeueAfter, ro.RequeueAfter, jwksAfter), nil, nil)
+	// analysis, the OIDC key refresh, the idle deadline, the recheck for
+	// KEDA's CRD.
+	d.end(st, soonest(idle.RequeueAfter, ro.RequeueAfter, jwksAfter, asAfter), nil, nil)
 }

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -81,6 +82,11 @@ func written(s snapshot, p plan) snapshot {
 				o = nil
 			}
 			next.live.tools.obj = o
+		case *unstructured.Unstructured:
+			if gone {
+				o = nil
+			}
+			next.live.scaledObject.obj = o
 		}
 	}
 	return next

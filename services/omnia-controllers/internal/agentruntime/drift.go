@@ -114,24 +114,31 @@ func coversTree(want, live any) bool {
 // Deployment: the desired count when the controller owns it. Under an
 // autoscaler (desired nil) the autoscaler's count stands, except that a
 // Deployment found at zero replicas is raised to floor (autoscalerFloor):
-// only the idle deadline puts an autoscaled agent at zero, and an HPA
+// only the idle deadline puts an HPA-scaled agent at zero, and an HPA
 // never scales a target up from zero, so without this a woken agent would
-// stay at zero for good.
+// stay at zero for good. A floor of 0 is KEDA's minReplicaCount 0: KEDA
+// scales the Deployment to zero and back itself, so zero stands.
 func replicasToWrite(desired, live *int32, floor int32) *int32 {
 	switch {
 	case desired != nil:
 		return desired
-	case live != nil && *live == 0:
-		return ptr(max(floor, 1))
+	case live != nil && *live == 0 && floor > 0:
+		return ptr(floor)
 	}
 	return nil
 }
 
 // autoscalerFloor is the count an autoscaled agent restarts from: its
-// HPA's minReplicas, 1 without an HPA.
+// HPA's minReplicas or its ScaledObject's minReplicaCount (which may be
+// 0), 1 with neither.
 func autoscalerFloor(in Inputs) int32 {
 	if h := BuildHPA(in); h != nil && h.Spec.MinReplicas != nil {
 		return *h.Spec.MinReplicas
+	}
+	if kedaWanted(in) {
+		if as := EffectiveAutoscaling(in); as.MinReplicas != nil {
+			return *as.MinReplicas
+		}
 	}
 	return 1
 }

@@ -160,7 +160,8 @@ func TestHPADrifted(t *testing.T) {
 // TestReplicasToWrite: the controller writes the count it owns, leaves an
 // autoscaler's alone, and raises an autoscaled Deployment found at zero
 // (left there by the idle deadline) to the autoscaler's floor, since an
-// HPA never scales a target up from zero.
+// HPA never scales a target up from zero; KEDA does, so its floor of zero
+// leaves zero alone.
 func TestReplicasToWrite(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -173,7 +174,7 @@ func TestReplicasToWrite(t *testing.T) {
 		{"the idle deadline holds the agent at zero: zero", ptr(int32(0)), ptr(int32(3)), 3, ptr(int32(0))},
 		{"autoscaled: the autoscaler's count stands", nil, ptr(int32(4)), 3, nil},
 		{"autoscaled and found at zero (woken): the HPA's minReplicas", nil, ptr(int32(0)), 3, ptr(int32(3))},
-		{"autoscaled and found at zero without an HPA floor: one replica", nil, ptr(int32(0)), 0, ptr(int32(1))},
+		{"autoscaled by KEDA with minReplicaCount 0 and found at zero: KEDA's zero stands", nil, ptr(int32(0)), 0, nil},
 		{"autoscaled with no count stored: nothing to write", nil, nil, 3, nil},
 	}
 	for _, tc := range cases {
@@ -206,9 +207,12 @@ func TestAutoscalerFloor(t *testing.T) {
 		{"the agent's HPA minReplicas", Inputs{Agent: agentSpec(hpa(ptr(int32(3))))}, 3},
 		{"an HPA without minReplicas: one", Inputs{Agent: agentSpec(hpa(nil))}, 1},
 		{"the Workspace group's HPA minReplicas", Inputs{Agent: agentSpec(nil), Workspace: ws}, 2},
-		{"keda (no HPA): one", Inputs{Agent: agentSpec(func(a *omniav1.AgentRuntime) {
+		{"keda (no HPA) without minReplicas: one", Inputs{Agent: agentSpec(func(a *omniav1.AgentRuntime) {
 			a.Spec.Runtime = &omniav1.RuntimeConfig{Autoscaling: &omniav1.AutoscalingConfig{Enabled: true, Type: omniav1.AutoscalerKEDA}}
 		})}, 1},
+		{"keda: its minReplicaCount, zero included", Inputs{Agent: agentSpec(func(a *omniav1.AgentRuntime) {
+			a.Spec.Runtime = &omniav1.RuntimeConfig{Autoscaling: &omniav1.AutoscalingConfig{Enabled: true, Type: omniav1.AutoscalerKEDA, MinReplicas: ptr(int32(0))}}
+		})}, 0},
 		{"not autoscaled: one", Inputs{Agent: agentSpec(nil)}, 1},
 	}
 	for _, tc := range cases {

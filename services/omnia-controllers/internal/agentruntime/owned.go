@@ -2,6 +2,7 @@ package agentruntime
 
 import (
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +14,7 @@ import (
 )
 
 // This file plans the writes of the objects the agent owns: the
-// Deployments, the Service and the HPA. An object of the agent's name
+// Deployments, the Service and the HPA (the KEDA ScaledObject: keda.go). An object of the agent's name
 // that the agent does not control is refused, never taken over.
 
 // deployment plans the create of a Deployment or, when the desired
@@ -87,24 +88,30 @@ func (d *decider) service(want *corev1.Service) error {
 	return nil
 }
 
-// autoscaling plans the write or removal of the HPA of the agent's
-// effective policy (its own, else its Workspace service group's) and sets
-// AutoscalingReady. A failure is recorded in that condition and returned,
-// for the status to be written and the pass retried with backoff.
-func (d *decider) autoscaling() error {
+// autoscaling plans the write or removal of the HPA or KEDA ScaledObject
+// of the agent's effective policy (its own, else its Workspace service
+// group's) and sets AutoscalingReady. A failure is recorded in that
+// condition and returned, for the status to be written and the pass
+// retried with backoff. The duration is the pass's timer (keda.go).
+func (d *decider) autoscaling() (time.Duration, error) {
 	in := d.s.in
 	a := in.Agent
 	set := func(status metav1.ConditionStatus, reason, msg string) {
 		d.set(omniav1.ConditionAutoscalingReady, status, reason, msg)
 	}
-	fail := func(err error) error {
+	fail := func(err error) (time.Duration, error) {
 		set(metav1.ConditionFalse, omniav1.ReasonAutoscalingError, err.Error())
-		return err
+		return 0, err
+	}
+	if !kedaWanted(in) {
+		if err := d.dropScaledObject(); err != nil {
+			return fail(err)
+		}
 	}
 	want := BuildHPA(in)
 	live := d.s.live.hpa
 	if live.err != nil {
-		return live.err
+		return 0, live.err
 	}
 	if want == nil {
 		if live.obj != nil && d.controls(live.obj) {
@@ -112,12 +119,11 @@ func (d *decider) autoscaling() error {
 				return fail(fmt.Errorf("delete HorizontalPodAutoscaler %s/%s: %w", a.Namespace, a.Name, o.err))
 			}
 		}
-		if autoscaled(in) {
-			set(metav1.ConditionFalse, omniav1.ReasonKEDANotInstalled, "autoscaling type keda is not supported by this operator")
-		} else {
-			meta.RemoveStatusCondition(&d.st.Conditions, omniav1.ConditionAutoscalingReady)
+		if kedaWanted(in) {
+			return d.scaledObject()
 		}
-		return nil
+		meta.RemoveStatusCondition(&d.st.Conditions, omniav1.ConditionAutoscalingReady)
+		return 0, nil
 	}
 	h := d.own(want, want.Spec)
 	var err error
@@ -127,7 +133,7 @@ func (d *decider) autoscaling() error {
 	case !d.controls(live.obj):
 		err := notOwned(live.obj)
 		set(metav1.ConditionFalse, omniav1.ReasonAutoscalerNotOwned, err.Error())
-		return err
+		return 0, err
 	case live.obj.Annotations[AnnotationAppliedHash] != h || hpaDrifted(want, live.obj):
 		upd := live.obj.DeepCopy()
 		upd.Labels = mergeMap(upd.Labels, want.Labels)
@@ -140,7 +146,7 @@ func (d *decider) autoscaling() error {
 		return fail(fmt.Errorf("write HorizontalPodAutoscaler %s/%s: %w", a.Namespace, a.Name, err))
 	}
 	set(metav1.ConditionTrue, omniav1.ReasonScaling, fmt.Sprintf("HorizontalPodAutoscaler %s scales %d to %d replicas", a.Name, *want.Spec.MinReplicas, want.Spec.MaxReplicas))
-	return nil
+	return 0, nil
 }
 
 // notOwned refuses to take over an object of the same name that someone

@@ -8,6 +8,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,6 +33,8 @@ type snapshot struct {
 	cfg Config
 	// now stamps conditions and times the idle deadline and rollout.
 	now metav1.Time
+	// kedaServed says the API server serves KEDA's ScaledObject kind.
+	kedaServed bool
 
 	// analysis answers a question for the current rollout step's
 	// analysis; nil until asked.
@@ -70,6 +73,9 @@ type liveObjects struct {
 	jwks      found[*corev1.Secret]
 	// tools is read from the API server: ConfigMaps are never cached.
 	tools found[*corev1.ConfigMap]
+	// scaledObject is the KEDA ScaledObject, read only when the kind is
+	// served and watched, or the agent wants one (readScaledObject).
+	scaledObject found[*unstructured.Unstructured]
 }
 
 // found is one object read by name: obj is nil when it does not exist or
@@ -101,6 +107,9 @@ func (r *Reconciler) snapshot(ctx context.Context, a *omniav1.AgentRuntime, now 
 		hpa:       read(ctx, r, a.Namespace, a.Name, &autoscalingv2.HorizontalPodAutoscaler{}),
 		jwks:      read(ctx, r, a.Namespace, JWKSSecretName(a.Name), &corev1.Secret{}),
 		tools:     read(ctx, r, a.Namespace, ToolsConfigMapName(a.Name), &corev1.ConfigMap{}),
+	}
+	if s.live.scaledObject, s.kedaServed, err = r.readScaledObject(ctx, a, kedaWanted(s.in)); err != nil {
+		return s, err
 	}
 	return s, nil
 }

@@ -2,11 +2,15 @@ package agentruntime
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -15,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
@@ -22,9 +27,9 @@ import (
 )
 
 // SetupWithManager wires the controller: it owns the Deployments, Service,
-// HPA, OIDC key Secret and tools ConfigMap it builds, and maps every
-// PromptPack, ToolRegistry, ToolPolicy, Provider and credential Secret
-// change back to the agents that reference it through
+// HPA, KEDA ScaledObject, OIDC key Secret and tools ConfigMap it builds,
+// and maps every PromptPack, ToolRegistry, ToolPolicy, Provider and
+// credential Secret change back to the agents that reference it through
 // field indexes, and every Workspace change to the agents of the namespace
 // it names, so no timer is needed to notice a change. Up to three agents
 // reconcile at once. rec, when not nil, is called instead of r (tests
@@ -47,7 +52,51 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 		Watches(&omniav1.Provider{}, handler.EnqueueRequestsFromMapFunc(r.agentsByKey(index.AgentProvider))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.agentsForSecret)).
 		Watches(&omniav1.Workspace{}, r.agentsForWorkspace())
-	return kubeutil.Complete(b, r, rec)
+	// controller-runtime cannot watch a kind the API server does not
+	// serve, and a manager must run without KEDA: the ScaledObject watch is
+	// wired now only when KEDA's CRD is installed, else started by the
+	// first pass that finds it installed (keda.go).
+	served, err := kindServed(mgr, ScaledObjectGVK)
+	if err != nil {
+		return err
+	}
+	if served {
+		b = b.Owns(scaledObjectObject())
+	}
+	if rec == nil {
+		rec = r
+	}
+	c, err := b.Build(rec)
+	if err != nil {
+		return err
+	}
+	r.keda.cache = mgr.GetCache()
+	r.keda.watching = served
+	r.keda.startWatch = func() error {
+		return c.Watch(source.Kind[client.Object](mgr.GetCache(), scaledObjectObject(),
+			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &omniav1.AgentRuntime{}, handler.OnlyControllerOwner())))
+	}
+	return nil
+}
+
+// kindServed reports whether the API server serves gvk; a NoMatch from
+// the RESTMapper is false, any other failure an error.
+func kindServed(mgr ctrl.Manager, gvk schema.GroupVersionKind) (bool, error) {
+	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("look up %s: %w", gvk, err)
+}
+
+// scaledObjectObject is an empty ScaledObject, the type of its watch.
+func scaledObjectObject() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ScaledObjectGVK)
+	return u
 }
 
 // agentsForPack maps a PromptPack to the agents of its namespace whose

@@ -17,6 +17,7 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Label values of RolloutsFinished.
@@ -78,6 +79,21 @@ var (
 	// PromptPackValid is omnia_promptpack_valid{namespace,promptpack}: 1
 	// while the PromptPack validated (see PromptPackValidated), else 0.
 	PromptPackValid = gauge("omnia_promptpack_valid", "1 while the PromptPack version validated (SourceValid and SchemaValid True; a live source: SourceValid True), else 0.", labelNamespace, labelPromptPack)
+
+	// PromptPackValidationFailures is
+	// omnia_promptpack_validation_failures_total{namespace,promptpack,stage}:
+	// the times a stage's condition became False (PromptPackFailures).
+	PromptPackValidationFailures = counter("omnia_promptpack_validation_failures_total",
+		"Validation failures of the PromptPack version, by stage (source, schema): each time the stage's condition becomes False.",
+		labelNamespace, labelPromptPack, "stage")
+)
+
+// Stages of PromptPackValidationFailures.
+const (
+	// StageSource: SourceValid, the ConfigMap and its pack.json key.
+	StageSource = "source"
+	// StageSchema: SchemaValid, pack.json against the PromptPack schema.
+	StageSchema = "schema"
 )
 
 func init() {
@@ -91,7 +107,7 @@ func init() {
 // Collectors returns every metric of this package.
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{AgentRuntimeReady, RolloutInProgress, RolloutCanaryWeight, RolloutSteps, RolloutsFinished,
-		ProviderReady, PromptPackValid}
+		ProviderReady, PromptPackValid, PromptPackValidationFailures}
 }
 
 // Register registers every metric of this package on reg. Registering
@@ -155,13 +171,28 @@ func DeleteProvider(namespace, name string) {
 }
 
 // SetPromptPackValid sets a PromptPack's gauge from the status stored
-// when its pass ended.
+// when its pass ended, and creates its failure counters at 0, so that
+// increase() sees the first failure.
 func SetPromptPackValid(namespace, name string, valid bool) {
 	PromptPackValid.WithLabelValues(namespace, name).Set(flag(valid))
+	for _, stage := range []string{StageSource, StageSchema} {
+		PromptPackValidationFailures.WithLabelValues(namespace, name, stage)
+	}
+}
+
+// CountPromptPackFailures counts the failures a stored status change
+// shows (PromptPackFailures), once each.
+func CountPromptPackFailures(namespace, name string, before, after []metav1.Condition) {
+	for _, stage := range PromptPackFailures(before, after) {
+		PromptPackValidationFailures.WithLabelValues(namespace, name, stage).Inc()
+	}
 }
 
 // DeletePromptPack drops the series of a PromptPack that is gone or being
 // deleted.
 func DeletePromptPack(namespace, name string) {
 	PromptPackValid.DeleteLabelValues(namespace, name)
+	for _, stage := range []string{StageSource, StageSchema} {
+		PromptPackValidationFailures.DeleteLabelValues(namespace, name, stage)
+	}
 }

@@ -14,7 +14,7 @@ import (
 
 // perObject are the families with a series per object.
 var perObject = []string{"omnia_agentruntime_ready", "omnia_rollout_in_progress", "omnia_rollout_canary_weight",
-	"omnia_rollout_steps_total", "omnia_provider_ready", "omnia_promptpack_valid"}
+	"omnia_rollout_steps_total", "omnia_provider_ready", "omnia_promptpack_valid", "omnia_promptpack_validation_failures_total"}
 
 func registry(t *testing.T) *prometheus.Registry {
 	t.Helper()
@@ -75,6 +75,9 @@ func TestSeriesFollowTheObject(t *testing.T) {
 	SetAgentRuntime("ns", "agent", AgentRuntimePass{Before: stable, After: canary})
 	SetProviderReady("ns", "llm", true)
 	SetPromptPackValid("ns", "support-v1", false)
+	failed := []metav1.Condition{{Type: omniav1.ConditionSourceValid, Status: metav1.ConditionFalse, Reason: "R"}}
+	CountPromptPackFailures("ns", "support-v1", nil, failed)
+	CountPromptPackFailures("ns", "support-v1", failed, failed)
 	for _, c := range []struct {
 		what string
 		got  float64
@@ -86,6 +89,8 @@ func TestSeriesFollowTheObject(t *testing.T) {
 		{"steps", testutil.ToFloat64(RolloutSteps.WithLabelValues("ns", "agent")), 1},
 		{"provider", testutil.ToFloat64(ProviderReady.WithLabelValues("ns", "llm")), 1},
 		{"pack", testutil.ToFloat64(PromptPackValid.WithLabelValues("ns", "support-v1")), 0},
+		{"source failures (one stored, then seen again)", testutil.ToFloat64(PromptPackValidationFailures.WithLabelValues("ns", "support-v1", StageSource)), 1},
+		{"schema failures (created at 0)", testutil.ToFloat64(PromptPackValidationFailures.WithLabelValues("ns", "support-v1", StageSchema)), 0},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)

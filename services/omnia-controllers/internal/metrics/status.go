@@ -94,3 +94,17 @@ func PromptPackValidated(conds []metav1.Condition) bool {
 	c := meta.FindStatusCondition(conds, omniav1.ConditionSchemaValid)
 	return c != nil && (c.Status == metav1.ConditionTrue || c.Status == metav1.ConditionUnknown && c.Reason == omniav1.ReasonLiveSource)
 }
+
+// PromptPackFailures returns the validation stages (StageSource,
+// StageSchema) whose condition became False from before to after: a
+// failure is counted when it is stored, not on every pass that finds it
+// still failing, and again after the stage passed in between.
+func PromptPackFailures(before, after []metav1.Condition) []string {
+	var out []string
+	for _, st := range []struct{ cond, stage string }{{omniav1.ConditionSourceValid, StageSource}, {omniav1.ConditionSchemaValid, StageSchema}} {
+		if meta.IsStatusConditionFalse(after, st.cond) && !meta.IsStatusConditionFalse(before, st.cond) {
+			out = append(out, st.stage)
+		}
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,6 +136,35 @@ func TestPromptPackValidatedRules(t *testing.T) {
 		t.Run(tc.rule, func(t *testing.T) {
 			if got := PromptPackValidated(tc.conds); got != tc.want {
 				t.Fatalf("valid = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPromptPackFailuresRules(t *testing.T) {
+	cond := func(typ string, status metav1.ConditionStatus) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: "R"}
+	}
+	src := func(s metav1.ConditionStatus) metav1.Condition { return cond(omniav1.ConditionSourceValid, s) }
+	sch := func(s metav1.ConditionStatus) metav1.Condition { return cond(omniav1.ConditionSchemaValid, s) }
+	T, F, U := metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown
+	cases := []struct {
+		rule          string
+		before, after []metav1.Condition
+		want          []string
+	}{
+		{"a first validation that fails the source counts one source failure", nil, []metav1.Condition{src(F), sch(U)}, []string{StageSource}},
+		{"a first validation that fails the schema counts one schema failure", nil, []metav1.Condition{src(T), sch(F)}, []string{StageSchema}},
+		{"a failure still stored on the next pass counts nothing", []metav1.Condition{src(T), sch(F)}, []metav1.Condition{src(T), sch(F)}, nil},
+		{"a valid pack counts nothing", nil, []metav1.Condition{src(T), sch(T)}, nil},
+		{"a source that fails after it passed counts again", []metav1.Condition{src(T), sch(T)}, []metav1.Condition{src(F), sch(U)}, []string{StageSource}},
+		{"a schema failure after a source failure counts the schema", []metav1.Condition{src(F), sch(U)}, []metav1.Condition{src(T), sch(F)}, []string{StageSchema}},
+		{"a fix counts nothing", []metav1.Condition{src(T), sch(F)}, []metav1.Condition{src(T), sch(T)}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.rule, func(t *testing.T) {
+			if got := PromptPackFailures(tc.before, tc.after); !slices.Equal(got, tc.want) {
+				t.Fatalf("failures %q, want %q", got, tc.want)
 			}
 		})
 	}

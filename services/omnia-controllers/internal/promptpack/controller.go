@@ -3,6 +3,7 @@ package promptpack
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,6 +61,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	before := slices.Clone(pack.Status.Conditions)
 	d := Decide(snap, r.Validator)
 	kubeutil.Emit(r.Recorder, pack, "Validate", d.Events)
 	if d.Changed {
@@ -67,6 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		switch err := r.Client.Status().Update(ctx, pack); {
 		case err == nil:
 			valid = metrics.PromptPackValidated(d.Status.Conditions)
+			metrics.CountPromptPackFailures(req.Namespace, req.Name, before, d.Status.Conditions)
 		case kubeutil.IgnoreConflict(err) != nil:
 			return reconcile.Result{}, fmt.Errorf("write status of PromptPack %s: %w", req, err)
 		}
