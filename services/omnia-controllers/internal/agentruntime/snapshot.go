@@ -7,6 +7,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,6 +70,12 @@ type liveObjects struct {
 	service   found[*corev1.Service]
 	hpa       found[*autoscalingv2.HorizontalPodAutoscaler]
 	jwks      found[*corev1.Secret]
+	// facadeSA, facadeRole and facadeBinding are the facade's access
+	// (facade_rbac.go); pdb the PodDisruptionBudget (pdb.go).
+	facadeSA      found[*corev1.ServiceAccount]
+	facadeRole    found[*rbacv1.Role]
+	facadeBinding found[*rbacv1.RoleBinding]
+	pdb           found[*policyv1.PodDisruptionBudget]
 }
 
 // found is one object read by name: obj is nil when it does not exist or
@@ -98,6 +106,11 @@ func (r *Reconciler) snapshot(ctx context.Context, a *omniav1.AgentRuntime, now 
 		service:   read(ctx, r, a.Namespace, a.Name, &corev1.Service{}),
 		hpa:       read(ctx, r, a.Namespace, a.Name, &autoscalingv2.HorizontalPodAutoscaler{}),
 		jwks:      read(ctx, r, a.Namespace, JWKSSecretName(a.Name), &corev1.Secret{}),
+
+		facadeSA:      read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &corev1.ServiceAccount{}),
+		facadeRole:    read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &rbacv1.Role{}),
+		facadeBinding: read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &rbacv1.RoleBinding{}),
+		pdb:           read(ctx, r, a.Namespace, a.Name, &policyv1.PodDisruptionBudget{}),
 	}
 	return s, nil
 }
