@@ -157,6 +157,7 @@ func (p *platform) startOmnia(t *testing.T) *containers.Container {
 			"--kubeconfig=/pki/kubeconfig", "--pod-name=omnia-controllers", "--pod-namespace=default", "--leader-elect=true",
 			"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
 			"--runtime-image=" + images["mockagent"], "--runtime-command=/usr/local/bin/mockagent,omnia-runtime",
+			"--facade-image=" + images["mockagent"], "--facade-command=/usr/local/bin/mockagent,omnia-facade",
 			"--runtime-image-pull-policy=Never",
 			// The Provider is a mock: there is no vendor key to probe.
 			"--provider-credential-probe=false",

@@ -16,8 +16,9 @@ import (
 var omniaLog string
 
 // startOmnia starts omnia-controllers with the agent pods running
-// mockagent's Omnia runtime stand-in (BinDir is open to their user), on
-// the host network, where the demo runs it from the mockagent image.
+// mockagent's Omnia runtime and facade stand-ins (BinDir is open to their
+// user), on the host network, where the demo runs them from the mockagent
+// image.
 func startOmnia(ctx context.Context, work string) (func(), error) {
 	addrs, err := stack.FreeAddrs(1)
 	if err != nil {
@@ -27,6 +28,7 @@ func startOmnia(ctx context.Context, work string) (func(), error) {
 	p, err := stack.StartProcess(ctx, omniaLog, filepath.Join(binDir, "omnia-controllers"),
 		"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", addrs[0], "--health-probe-bind-address", addrs[0],
 		"--runtime-image", "agentplane/omnia-runtime:e2e", "--runtime-command", filepath.Join(binDir, "mockagent")+",omnia-runtime",
+		"--facade-image", "agentplane/omnia-facade:e2e", "--facade-command", filepath.Join(binDir, "mockagent")+",omnia-facade",
 		"--provider-credential-probe=false")
 	if err == nil {
 		err = stack.WaitListening(addrs[0], p)

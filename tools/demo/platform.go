@@ -167,7 +167,9 @@ func chartValues(version, vendorURL string) map[string]any {
 	omnia := common("omnia-controllers")
 	omnia["runtime"] = map[string]any{"image": imageOf("mockagent", version), "imagePullPolicy": "Never",
 		// The probe comes to the pod's own address: listen on all of it.
-		"command": []any{"/usr/local/bin/mockagent", "omnia-runtime", "--addr=:8081"}}
+		"command": []any{"/usr/local/bin/mockagent", "omnia-runtime", "--addr=:9000"}}
+	omnia["facade"] = map[string]any{"image": imageOf("mockagent", version),
+		"command": []any{"/usr/local/bin/mockagent", "omnia-facade", "--host="}}
 	// The demo's Provider is a mock: there is no vendor key to probe.
 	omnia["providerCredentialProbe"] = false
 	return map[string]any{

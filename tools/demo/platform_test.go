@@ -68,8 +68,12 @@ func TestTheChartValuesInstallThePlatformFromItsImages(t *testing.T) {
 		}},
 		{"Omnia agent pods run mockagent's runtime stand-in from its image on the pod's address", func() bool {
 			a := args("omnia-controllers")
-			return strings.Contains(a, "agentplane/mockagent:9.9.9") && strings.Contains(a, "/usr/local/bin/mockagent,omnia-runtime,--addr=:8081") &&
+			return strings.Contains(a, "agentplane/mockagent:9.9.9") && strings.Contains(a, "/usr/local/bin/mockagent,omnia-runtime,--addr=:9000") &&
 				strings.Contains(a, "--provider-credential-probe=false")
+		}},
+		{"Omnia agent pods run mockagent's facade stand-in from its image on the pod's address", func() bool {
+			a := args("omnia-controllers")
+			return strings.Contains(a, "--facade-image=agentplane/mockagent:9.9.9") && strings.Contains(a, "/usr/local/bin/mockagent,omnia-facade,--host=")
 		}},
 	}
 	for _, c := range cases {

@@ -27,7 +27,11 @@
 //
 // `mockagent omnia-runtime [--addr ADDR]` is instead a stand-in for the
 // Omnia runtime image (omnia.go): it answers an agent pod's readiness
-// probe, naming the pack version the pod was given.
+// probe, naming the pack version the pod was given. `mockagent
+// omnia-facade [--host H] [--report-every D]` stands in for the facade
+// container beside it (omnia_facade.go): it serves sessions, drains them
+// on the preStop hook and reports them to its AgentRuntime's status
+// (activity.go).
 //
 // MOCKAGENT_STEPS=N adds N assistant text lines ("Step i of N.") before
 // the usual work of success, slow and malformed, so a slow run streams
@@ -81,6 +85,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case isVendor(name):
 	case len(rest) >= 1 && rest[0] == "omnia-runtime":
 		return omniaRuntime(rest[1:], stderr)
+	case len(rest) >= 1 && rest[0] == "omnia-facade":
+		return omniaFacade(rest[1:], stderr)
 	case len(rest) >= 1 && rest[0] == "install":
 		if len(rest) != 2 {
 			fmt.Fprintln(stderr, "usage: mockagent install DIR")

@@ -17,22 +17,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// omniaHealthAddr is where an Omnia agent pod's readiness probe looks by
-// default: the runtime container's health port (8081,
-// services/omnia-controllers internal/agentruntime) on loopback, the pod's
-// address on localnode's host network. In a pod network of its own the
-// probe comes to the pod's IP: pass --addr=:8081.
-const omniaHealthAddr = "127.0.0.1:8081"
+// omniaRuntimeAddr is where the runtime stand-in listens by default: the
+// runtime port the controller gives it (OMNIA_RUNTIME_PORT, 9000 by
+// services/omnia-controllers internal/agentruntime pod.go) on loopback,
+// the pod's address on localnode's host network, where the facade and the
+// readiness probe reach it. In a pod network of its own the probe comes to
+// the pod's IP: pass --addr=:9000.
+func omniaRuntimeAddr() string {
+	port := os.Getenv("OMNIA_RUNTIME_PORT")
+	if port == "" {
+		port = "9000"
+	}
+	return net.JoinHostPort("127.0.0.1", port)
+}
 
 // omniaRuntime is the `omnia-runtime` mode: a stand-in for the Omnia
 // runtime image, which this repository does not ship. omnia-controllers
 // runs it as the runtime container's command (--runtime-command, or the
-// chart's runtime.command), and it answers the readiness probe until
-// SIGTERM, naming the pack version its pod was given.
+// chart's runtime.command), and it answers on the runtime port (the
+// readiness probe and the facade, omnia_facade.go) until SIGTERM, naming
+// the pack version its pod was given.
 func omniaRuntime(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("omnia-runtime", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", omniaHealthAddr, "address of /readyz and /healthz")
+	addr := fs.String("addr", omniaRuntimeAddr(), "address of the runtime port: /readyz and /healthz")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -50,18 +58,9 @@ func omniaRuntime(args []string, stderr io.Writer) int {
 // listener sets SO_REUSEPORT: the stable and the candidate Deployment's
 // pods may run together, and a probe may be answered by any of them.
 func serveOmniaRuntime(ctx context.Context, addr string, log *slog.Logger) error {
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
-	ln, err := lc.Listen(ctx, "tcp", addr)
+	ln, err := listenReusePort(ctx, addr)
 	if err != nil {
-		return fmt.Errorf("runtime health port: %w", err)
+		return fmt.Errorf("runtime port: %w", err)
 	}
 	version := os.Getenv("OMNIA_PROMPTPACK_VERSION")
 	mux := http.NewServeMux()
@@ -80,4 +79,19 @@ func serveOmniaRuntime(ctx context.Context, addr string, log *slog.Logger) error
 		return err
 	}
 	return nil
+}
+
+// listenReusePort listens on addr with SO_REUSEPORT, so the agent pods
+// sharing localnode's host network can all bind the one port.
+func listenReusePort(ctx context.Context, addr string) (net.Listener, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	return lc.Listen(ctx, "tcp", addr)
 }

@@ -29,8 +29,14 @@ type config struct {
 	// RuntimeCommand is the runtime container's command; the image's
 	// entrypoint when empty.
 	RuntimeCommand []string
-	// RuntimePullPolicy is the runtime container's pull policy.
+	// RuntimePullPolicy is the pull policy of the runtime and facade
+	// containers.
 	RuntimePullPolicy corev1.PullPolicy
+	// FacadeImage is the agents' facade container image.
+	FacadeImage string
+	// FacadeCommand is the facade container's command; the image's
+	// entrypoint when empty.
+	FacadeCommand []string
 	// ProbeCredentials probes Provider API keys with the vendor.
 	ProbeCredentials bool
 	// ProbeOverHTTP lets the probe use plain http to loopback and
@@ -39,8 +45,9 @@ type config struct {
 	// PrometheusURL is the Prometheus HTTP API rollout analysis queries;
 	// empty when there is none.
 	PrometheusURL string
-	// runtimeCommand and pullPolicy hold the flags' text until checked.
-	runtimeCommand, pullPolicy string
+	// runtimeCommand, facadeCommand and pullPolicy hold the flags' text
+	// until checked.
+	runtimeCommand, facadeCommand, pullPolicy string
 	// repeatedInProcess lets tests run the manager more than once in one
 	// process; no flag sets it.
 	repeatedInProcess bool
@@ -59,7 +66,9 @@ func newFlagSet(getenv func(string) string) (*service.FlagSet, *config) {
 	fs.AddLeaderElection(&c.LeaderElection, leaseName)
 	fs.StringVar(&c.RuntimeImage, "runtime-image", "ghcr.io/agentplane/omnia-runtime:latest", "runtime container image of promptkit agents (spec.framework.image overrides it)")
 	fs.StringVar(&c.runtimeCommand, "runtime-command", "", "comma-separated command of the runtime container; the image's entrypoint when empty")
-	fs.StringVar(&c.pullPolicy, "runtime-image-pull-policy", string(corev1.PullIfNotPresent), "pull policy of the runtime container: Always, IfNotPresent or Never")
+	fs.StringVar(&c.pullPolicy, "runtime-image-pull-policy", string(corev1.PullIfNotPresent), "pull policy of the runtime and facade containers: Always, IfNotPresent or Never")
+	fs.StringVar(&c.FacadeImage, "facade-image", "ghcr.io/agentplane/omnia-facade:latest", "facade container image of every agent (spec.facades[].image of the primary facade overrides it)")
+	fs.StringVar(&c.facadeCommand, "facade-command", "", "comma-separated command of the facade container; the image's entrypoint when empty")
 	fs.BoolVar(&c.ProbeCredentials, "provider-credential-probe", true, "probe Provider API keys with the vendor (openai, claude, gemini)")
 	fs.BoolVar(&c.ProbeOverHTTP, "provider-probe-allow-http", false, "let the credential probe send a key over plain http, to loopback and cluster-local (*.svc) hosts only; otherwise only over https")
 	fs.StringVar(&c.PrometheusURL, "prometheus-url", "", "Prometheus HTTP API address that rollout analysis steps query; without it analysis steps hold")
@@ -76,12 +85,7 @@ func (c *config) validate() error {
 			return fmt.Errorf("--prometheus-url / PROMETHEUS_URL: want an absolute http or https URL")
 		}
 	}
-	c.RuntimeCommand = nil
-	for _, part := range strings.Split(c.runtimeCommand, ",") {
-		if p := strings.TrimSpace(part); p != "" {
-			c.RuntimeCommand = append(c.RuntimeCommand, p)
-		}
-	}
+	c.RuntimeCommand, c.FacadeCommand = splitCommand(c.runtimeCommand), splitCommand(c.facadeCommand)
 	c.RuntimePullPolicy = corev1.PullPolicy(c.pullPolicy)
 	switch c.RuntimePullPolicy {
 	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
@@ -99,4 +103,16 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		return nil, err
 	}
 	return c, nil
+}
+
+// splitCommand splits a comma-separated command, dropping empty parts;
+// nil when none is left.
+func splitCommand(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if p := strings.TrimSpace(part); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -153,7 +153,8 @@ func run(ctx context.Context, cfg *config, restCfg *rest.Config) error {
 		{agentruntime.ControllerName, func() error {
 			r := &agentruntime.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("agentruntime-controller"),
 				Config: agentruntime.Config{RuntimeImage: cfg.RuntimeImage, RuntimeCommand: cfg.RuntimeCommand, ImagePullPolicy: cfg.RuntimePullPolicy,
-					PrometheusURL: cfg.PrometheusURL}}
+					PrometheusURL: cfg.PrometheusURL,
+					FacadeImage:   cfg.FacadeImage, FacadeCommand: cfg.FacadeCommand}}
 			if cfg.PrometheusURL != "" {
 				q, err := agentruntime.NewPrometheusQuerier(cfg.PrometheusURL)
 				if err != nil {

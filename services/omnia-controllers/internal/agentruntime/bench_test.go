@@ -54,7 +54,8 @@ func TestBench200AgentRuntimes(t *testing.T) {
 	// the node kills the pods' processes.
 	t.Cleanup(ln.Stop)
 	ns := env.Namespace(t)
-	counter := startAllWith(t, Config{RuntimeImage: "agentplane/stand-in-runtime:bench", RuntimeCommand: []string{"/bin/sleep", "3600"}})
+	counter := startAllWith(t, Config{RuntimeImage: "agentplane/stand-in-runtime:bench", RuntimeCommand: []string{"/bin/sleep", "3600"},
+		FacadeImage: "agentplane/stand-in-runtime:bench", FacadeCommand: []string{"/bin/sleep", "3600"}})
 	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
 	mustCreate(t, cm, pack, mockProvider(ns, "llm"))
 
@@ -135,12 +136,19 @@ func serveReadyz(t *testing.T) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	// The runtime containers' TCP probe needs only a listener.
+	rl, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(RuntimePort)))
+	if err != nil {
+		t.Fatalf("benchmark: the runtimes' port must be free on 127.0.0.1: %v", err)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("readyz server: %v", err)
-		}
-	}()
+	for _, ln := range []net.Listener{l, rl} {
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				t.Errorf("readyz server: %v", err)
+			}
+		}()
+	}
 	t.Cleanup(func() { _ = srv.Close() })
 }
 

@@ -26,11 +26,17 @@ type Config struct {
 	RuntimeImage string
 	// RuntimeCommand overrides the image's entrypoint when not empty.
 	RuntimeCommand []string
-	// ImagePullPolicy of the runtime container; IfNotPresent when empty.
+	// ImagePullPolicy of the runtime and facade containers; IfNotPresent
+	// when empty.
 	ImagePullPolicy corev1.PullPolicy
 	// PrometheusURL is the Prometheus the default KEDA trigger queries
 	// (--prometheus-url); without it a keda policy needs its own triggers.
 	PrometheusURL string
+	// FacadeImage is the facade container image (the primary facade's
+	// image overrides it).
+	FacadeImage string
+	// FacadeCommand overrides the facade image's entrypoint when not empty.
+	FacadeCommand []string
 }
 
 // Label keys and values of the objects the controller builds.
@@ -47,7 +53,8 @@ const (
 	AnnotationAppliedHash = "omnia.altairalabs.ai/applied-hash"
 )
 
-// Ports and paths the runtime container uses.
+// Ports and paths of the agent pod: the primary facade's default port and
+// the facade's health port (pod.go), and where the pack is mounted.
 const (
 	DefaultFacadePort = 8080
 	HealthPort        = 8081
@@ -183,8 +190,7 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) (*apps
 		{Name: "OMNIA_AGENT_NAME", Value: a.Name},
 		{Name: "OMNIA_NAMESPACE", Value: a.Namespace},
 		{Name: "OMNIA_MODE", Value: string(a.Spec.EffectiveMode())},
-		{Name: "OMNIA_FACADE_PORT", Value: fmt.Sprint(primaryPort(a))},
-		{Name: "OMNIA_HEALTH_PORT", Value: fmt.Sprint(HealthPort)},
+		{Name: "OMNIA_RUNTIME_PORT", Value: fmt.Sprint(RuntimePort)},
 		{Name: "OMNIA_PROMPTPACK_NAME", Value: pack.Spec.PackName},
 		{Name: "OMNIA_PROMPTPACK_VERSION", Value: pack.Spec.Version},
 		// Set always, not only during a rollout, so a rollout starting
@@ -291,21 +297,26 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) (*apps
 		ImagePullPolicy: pull,
 		Env:             env,
 		Ports: []corev1.ContainerPort{
-			{Name: "facade", ContainerPort: primaryPort(a), Protocol: corev1.ProtocolTCP},
-			{Name: "health", ContainerPort: HealthPort, Protocol: corev1.ProtocolTCP},
+			{Name: "runtime", ContainerPort: RuntimePort, Protocol: corev1.ProtocolTCP},
 		},
-		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("health")}},
+		// A TCP probe: the runtime's protocol is the facade's business.
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("runtime")}},
 			InitialDelaySeconds: 2, PeriodSeconds: 5},
-		VolumeMounts: mounts,
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true),
-			Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
+		Lifecycle:       drainHook(),
+		VolumeMounts:    mounts,
+		SecurityContext: containerSecurity(),
 	}
+	facadeImage, err := FacadeImage(a, cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The runtime stays Containers[0]: the settings below that name one
+	// container are the runtime's.
 	pod := corev1.PodSpec{
-		Containers: []corev1.Container{c},
-		Volumes:    volumes,
+		Containers:                    []corev1.Container{c, facadeContainer(a, cfg, facadeImage, pull)},
+		TerminationGracePeriodSeconds: ptr(terminationGraceSeconds(a)),
+		ServiceAccountName:            podServiceAccount(in),
+		Volumes:                       volumes,
 		SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65532)), RunAsGroup: ptr(int64(65532)),
 			FSGroup: ptr(int64(65532)), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 	}
@@ -315,13 +326,7 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) (*apps
 		}
 		pod.NodeSelector, pod.Tolerations, pod.Affinity = rt.NodeSelector, rt.Tolerations, rt.Affinity
 	}
-	if wsRuntime != nil {
-		pod.ServiceAccountName = wsRuntime.ServiceAccountName
-	}
 	if po := a.Spec.PodOverrides; po != nil {
-		if po.ServiceAccountName != "" {
-			pod.ServiceAccountName = po.ServiceAccountName
-		}
 		pod.PriorityClassName = po.PriorityClassName
 		pod.ImagePullSecrets = po.ImagePullSecrets
 		pod.Containers[0].EnvFrom = po.ExtraEnvFrom
@@ -375,31 +380,13 @@ func primaryPort(a *omniav1.AgentRuntime) int32 {
 	return DefaultFacadePort
 }
 
-// BuildService returns the desired Service: one port per facade, the
-// primary facade first.
+// BuildService returns the desired Service: the facade container's ports
+// (facadePorts), the primary facade first.
 func BuildService(a *omniav1.AgentRuntime) *corev1.Service {
 	var ports []corev1.ServicePort
-	seen := map[int32]bool{}
-	add := func(name string, port int32) {
-		if seen[port] {
-			return
-		}
-		seen[port] = true
-		ports = append(ports, corev1.ServicePort{Name: name, Port: port, TargetPort: intstr.FromInt32(port),
+	for _, p := range facadePorts(a) {
+		ports = append(ports, corev1.ServicePort{Name: p.name, Port: p.port, TargetPort: intstr.FromInt32(p.port),
 			Protocol: corev1.ProtocolTCP, AppProtocol: ptr("http")})
-	}
-	primary := a.Spec.PrimaryFacade()
-	add("facade", primaryPort(a))
-	for i := range a.Spec.Facades {
-		f := &a.Spec.Facades[i]
-		if f == primary {
-			continue
-		}
-		port := int32(DefaultFacadePort)
-		if f.Port != nil {
-			port = *f.Port
-		}
-		add(string(f.Type), port)
 	}
 	sel := SelectorLabels(a.Name)
 	delete(sel, omniav1.LabelTrack)

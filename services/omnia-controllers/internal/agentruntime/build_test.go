@@ -20,9 +20,13 @@ func resolved(t *testing.T, in Inputs) Resolution {
 	return res
 }
 
-// mustBuild builds the Deployment of resolved inputs with image runtime:1.
+// mustBuild builds the Deployment of resolved inputs with image runtime:1
+// (and facade:1 when cfg names no facade image).
 func mustBuild(t *testing.T, in Inputs, cfg Config) *appsv1.Deployment {
 	t.Helper()
+	if cfg.FacadeImage == "" {
+		cfg.FacadeImage = "facade:1"
+	}
 	d, err := BuildDeployment(in, resolved(t, in), cfg, "runtime:1")
 	if err != nil {
 		t.Fatal(err)

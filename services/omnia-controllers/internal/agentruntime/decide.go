@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -50,6 +51,17 @@ func (d *decider) pass() {
 		}
 		st.Phase = omniav1.AgentRuntimePhasePending
 		d.set(omniav1.ConditionReady, metav1.ConditionFalse, omniav1.ReasonRuntimeNotReady, "no runtime image")
+		d.end(st, 0, nil, nil)
+		return
+	}
+	if _, err := FacadeImage(in.Agent, d.s.cfg); err != nil {
+		// Like a missing runtime image: wait for an edit.
+		msg := err.Error()
+		if d.set(omniav1.ConditionFrameworkReady, metav1.ConditionFalse, omniav1.ReasonFrameworkImageUnavailable, msg) {
+			d.warn("Resolve", omniav1.EventFrameworkImageUnavailable, msg)
+		}
+		st.Phase = omniav1.AgentRuntimePhasePending
+		d.set(omniav1.ConditionReady, metav1.ConditionFalse, omniav1.ReasonRuntimeNotReady, "no facade image")
 		d.end(st, 0, nil, nil)
 		return
 	}
@@ -106,18 +118,19 @@ func (d *decider) pass() {
 		}
 	}
 
-	// The tools file goes first: the pods of a new template mount it.
-	if err := d.toolsConfigMap(res.Tools); err != nil {
-		if transientAPIError(err) {
-			d.end(nil, 0, errors.Join(roErr, err), nil)
-			return
-		}
-		d.set(omniav1.ConditionDeploymentReady, metav1.ConditionFalse, omniav1.ReasonDeploymentFailed, err.Error())
-		st.Phase = omniav1.AgentRuntimePhaseFailed
-		d.end(st, 0, errors.Join(roErr, err), nil)
-		return
+	// The tools file and the facade's access go first: the pods of a new
+	// template mount the one and run as the other.
+	err = d.toolsConfigMap(res.Tools)
+	if err == nil {
+		err = d.facadeAccess()
 	}
-	dep, err := d.deployment(want, d.s.live.stable, autoscalerFloor(in))
+	var dep *appsv1.Deployment
+	if err == nil {
+		dep, err = d.deployment(want, d.s.live.stable, autoscalerFloor(in))
+	}
+	if err == nil {
+		err = d.disruptionBudget()
+	}
 	if transientAPIError(err) {
 		// Not a problem with the spec: the phase stands and
 		// controller-runtime retries with backoff.

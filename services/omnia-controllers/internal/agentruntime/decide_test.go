@@ -11,6 +11,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,8 +25,21 @@ import (
 
 // readySnapshot is agent "agent" of namespace "ns" with every input
 // usable (pack 1.0.0 Active, 1.1.0 Active too for rollouts, a Ready mock
-// Provider) and nothing owned yet, as the reconciler reads it at t0.
+// Provider) and nothing owned yet but the facade's access, as the
+// reconciler reads it at t0. The access objects exist so each case is
+// about what follows them; TestDecideFacadeAccessFirst and
+// TestDecideStampsOwnership start from bareSnapshot, without them.
 func readySnapshot(mut func(*omniav1.AgentRuntime)) snapshot {
+	s := bareSnapshot(mut)
+	d := newDecider(&s)
+	if err := d.facadeAccess(); err != nil {
+		panic(err)
+	}
+	return written(s, d.p)
+}
+
+// bareSnapshot is readySnapshot with nothing owned at all.
+func bareSnapshot(mut func(*omniav1.AgentRuntime)) snapshot {
 	a := agentSpec(func(a *omniav1.AgentRuntime) {
 		a.UID, a.ResourceVersion = "uid-1", "7"
 		a.Spec.PromptPackRef.Version = ptr("1.0.0")
@@ -87,6 +102,20 @@ func written(s snapshot, p plan) snapshot {
 				o = nil
 			}
 			next.live.scaledObject.obj = o
+		case *corev1.ServiceAccount:
+			next.live.facadeSA.obj = o
+		case *rbacv1.Role:
+			next.live.facadeRole.obj = o
+		case *rbacv1.RoleBinding:
+			if gone {
+				o = nil
+			}
+			next.live.facadeBinding.obj = o
+		case *policyv1.PodDisruptionBudget:
+			if gone {
+				o = nil
+			}
+			next.live.pdb.obj = o
 		}
 	}
 	return next
@@ -120,8 +149,11 @@ var (
 	createDeployment = "create *v1.Deployment agent"
 	createService    = "create *v1.Service agent"
 	createHPA        = "create *v2.HorizontalPodAutoscaler agent"
-	unavailable      = apierrors.NewServiceUnavailable("injected")
-	forbidden        = apierrors.NewForbidden(schema.GroupResource{Resource: "any"}, "agent", errors.New("injected refusal"))
+	// createPDB follows the Deployment of an agent that may run more
+	// than one replica.
+	createPDB   = "create *v1.PodDisruptionBudget agent"
+	unavailable = apierrors.NewServiceUnavailable("injected")
+	forbidden   = apierrors.NewForbidden(schema.GroupResource{Resource: "any"}, "agent", errors.New("injected refusal"))
 )
 
 // TestDecide has a case per rule of one pass, on snapshots built by hand:
@@ -246,8 +278,8 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "an HPA write failure is recorded after the Deployment and Service are written, and returned",
-			snap:   failed(readySnapshot(autoscaledAgentSpec), 2, forbidden),
-			writes: []string{createDeployment, createService, createHPA},
+			snap:   failed(readySnapshot(autoscaledAgentSpec), 3, forbidden),
+			writes: []string{createDeployment, createPDB, createService, createHPA},
 			phase:  omniav1.AgentRuntimePhasePending, cond: "AutoscalingReady False Error", err: apierrors.IsForbidden,
 		},
 		{
@@ -257,13 +289,13 @@ func TestDecide(t *testing.T) {
 				s.live.hpa.obj = &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns"}}
 				return s
 			}(),
-			writes: []string{createDeployment, createService},
+			writes: []string{createDeployment, createPDB, createService},
 			phase:  omniav1.AgentRuntimePhasePending, cond: "AutoscalingReady False NotOwned", err: says("is not controlled by this AgentRuntime"),
 		},
 		{
 			name:   "a rollout splits the replicas between the stable Deployment and the candidate",
 			snap:   readySnapshot(canary),
-			writes: []string{"create *v1.Deployment agent-canary", createDeployment, createService},
+			writes: []string{"create *v1.Deployment agent-canary", createDeployment, createPDB, createService},
 			phase:  omniav1.AgentRuntimePhasePending, cond: "RolloutActive True RolloutInProgress", err: none, requeue: rollout.StepRequeue,
 			check: func(t *testing.T, w []write) { wantReplicas(t, w[0], 1); wantReplicas(t, w[1], 1) },
 		},
@@ -274,7 +306,7 @@ func TestDecide(t *testing.T) {
 				s.live.candidate.obj = foreignDeployment("agent-canary")
 				return s
 			}(),
-			writes: []string{createDeployment, createService},
+			writes: []string{createDeployment, createPDB, createService},
 			phase:  omniav1.AgentRuntimePhasePending, cond: "RolloutActive True RolloutFailed", err: says("agent-canary exists and is not controlled"),
 			check: func(t *testing.T, w []write) { wantReplicas(t, w[0], 2) },
 		},
@@ -478,13 +510,13 @@ func succeeded(s snapshot, p plan) snapshot {
 // the agent, and the owned objects carry the applied hash the next pass
 // compares.
 func TestDecideStampsOwnership(t *testing.T) {
-	s := readySnapshot(func(a *omniav1.AgentRuntime) {
+	s := bareSnapshot(func(a *omniav1.AgentRuntime) {
 		autoscaledAgentSpec(a)
 		a.Spec.ExternalAuth = &omniav1.ExternalAuthConfig{OIDC: &omniav1.OIDCAuth{Issuer: "https://issuer.example", Audience: "agents"}}
 	})
 	s.keySet = &keySetAnswer{jwks: []byte(testKeySet)}
 	p := decide(s)
-	if len(p.writes) != 4 {
+	if len(p.writes) != 8 {
 		t.Fatalf("writes %q", writesOf(p))
 	}
 	for _, w := range p.writes {
@@ -501,4 +533,35 @@ func TestDecideStampsOwnership(t *testing.T) {
 
 func autoscaledAgentSpec(a *omniav1.AgentRuntime) {
 	a.Spec.Runtime = &omniav1.RuntimeConfig{Autoscaling: &omniav1.AutoscalingConfig{Enabled: true, MaxReplicas: ptr(int32(4))}}
+}
+
+// TestDecideFacadeAccessFirst: a new agent's facade ServiceAccount, Role
+// and RoleBinding are created before its Deployment, whose pods name the
+// account; a RoleBinding whose roleRef differs is replaced, since roleRef
+// cannot be changed; and a failed access write fails the agent with the
+// object named, writing no Deployment.
+func TestDecideFacadeAccessFirst(t *testing.T) {
+	p := decide(bareSnapshot(nil))
+	want := []string{"create *v1.ServiceAccount agent-facade", "create *v1.Role agent-facade", "create *v1.RoleBinding agent-facade",
+		"create *v1.Deployment agent", "create *v1.Service agent"}
+	if got := writesOf(p); !slices.Equal(got, want) {
+		t.Fatalf("writes %q; want %q", got, want)
+	}
+
+	s := readySnapshot(nil)
+	s.live.facadeBinding.obj.RoleRef.Name = "cluster-admin"
+	if got := writesOf(decide(s)); len(got) == 0 || got[0] != "delete *v1.RoleBinding agent-facade" {
+		t.Fatalf("a binding of another role: writes %q; want its delete first", got)
+	}
+
+	s = bareSnapshot(nil)
+	s.done = []outcome{{err: apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts"}, "agent-facade", errors.New("no"))}}
+	p = decide(s)
+	if got := writesOf(p); len(got) != 1 {
+		t.Fatalf("after a refused ServiceAccount: writes %q; want none more", got)
+	}
+	c := meta.FindStatusCondition(p.status.Conditions, omniav1.ConditionDeploymentReady)
+	if p.status.Phase != omniav1.AgentRuntimePhaseFailed || c == nil || !strings.Contains(c.Message, "ServiceAccount ns/agent-facade") {
+		t.Fatalf("phase %s DeploymentReady %+v; want Failed naming the ServiceAccount", p.status.Phase, c)
+	}
 }

@@ -26,7 +26,8 @@ const validPack = `{"id":"support","name":"Support","version":"1.0.0",
  "template_engine":{"version":"v1","syntax":"{{variable}}"},
  "prompts":{"default":{"id":"default","name":"Default","version":"1.0.0","system_template":"You help."}}}`
 
-var testConfig = Config{RuntimeImage: "agentplane/stand-in-runtime:test", RuntimeCommand: []string{"/runtime"}}
+var testConfig = Config{RuntimeImage: "agentplane/stand-in-runtime:test", RuntimeCommand: []string{"/runtime"},
+	FacadeImage: "agentplane/stand-in-facade:test", FacadeCommand: []string{"/facade"}}
 
 // startAll runs the PromptPack, Provider and AgentRuntime controllers
 // together, as the binary does, counting AgentRuntime passes.

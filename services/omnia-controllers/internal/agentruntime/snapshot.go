@@ -7,6 +7,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -76,6 +78,12 @@ type liveObjects struct {
 	// scaledObject is the KEDA ScaledObject, read only when the kind is
 	// served and watched, or the agent wants one (readScaledObject).
 	scaledObject found[*unstructured.Unstructured]
+	// facadeSA, facadeRole and facadeBinding are the facade's access
+	// (facade_rbac.go); pdb the PodDisruptionBudget (pdb.go).
+	facadeSA      found[*corev1.ServiceAccount]
+	facadeRole    found[*rbacv1.Role]
+	facadeBinding found[*rbacv1.RoleBinding]
+	pdb           found[*policyv1.PodDisruptionBudget]
 }
 
 // found is one object read by name: obj is nil when it does not exist or
@@ -101,12 +109,16 @@ func (r *Reconciler) snapshot(ctx context.Context, a *omniav1.AgentRuntime, now 
 		s.candidate = &candidateInputs{in: in, err: err}
 	}
 	s.live = liveObjects{
-		stable:    read(ctx, r, a.Namespace, a.Name, &appsv1.Deployment{}),
-		candidate: read(ctx, r, a.Namespace, a.Name+CandidateSuffix, &appsv1.Deployment{}),
-		service:   read(ctx, r, a.Namespace, a.Name, &corev1.Service{}),
-		hpa:       read(ctx, r, a.Namespace, a.Name, &autoscalingv2.HorizontalPodAutoscaler{}),
-		jwks:      read(ctx, r, a.Namespace, JWKSSecretName(a.Name), &corev1.Secret{}),
-		tools:     read(ctx, r, a.Namespace, ToolsConfigMapName(a.Name), &corev1.ConfigMap{}),
+		stable:        read(ctx, r, a.Namespace, a.Name, &appsv1.Deployment{}),
+		candidate:     read(ctx, r, a.Namespace, a.Name+CandidateSuffix, &appsv1.Deployment{}),
+		service:       read(ctx, r, a.Namespace, a.Name, &corev1.Service{}),
+		hpa:           read(ctx, r, a.Namespace, a.Name, &autoscalingv2.HorizontalPodAutoscaler{}),
+		jwks:          read(ctx, r, a.Namespace, JWKSSecretName(a.Name), &corev1.Secret{}),
+		tools:         read(ctx, r, a.Namespace, ToolsConfigMapName(a.Name), &corev1.ConfigMap{}),
+		facadeSA:      read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &corev1.ServiceAccount{}),
+		facadeRole:    read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &rbacv1.Role{}),
+		facadeBinding: read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &rbacv1.RoleBinding{}),
+		pdb:           read(ctx, r, a.Namespace, a.Name, &policyv1.PodDisruptionBudget{}),
 	}
 	if s.live.scaledObject, s.kedaServed, err = r.readScaledObject(ctx, a, kedaWanted(s.in)); err != nil {
 		return s, err

@@ -8,6 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,8 +29,9 @@ import (
 )
 
 // SetupWithManager wires the controller: it owns the Deployments, Service,
-// HPA, KEDA ScaledObject, OIDC key Secret and tools ConfigMap it builds,
-// and maps every PromptPack, ToolRegistry, ToolPolicy, Provider and
+// HPA, KEDA ScaledObject, PodDisruptionBudget, facade ServiceAccount,
+// Role and RoleBinding, OIDC key Secret and tools ConfigMap it builds, and
+// maps every PromptPack, ToolRegistry, ToolPolicy, Provider and
 // credential Secret change back to the agents that reference it through
 // field indexes, and every Workspace change to the agents of the namespace
 // it names, so no timer is needed to notice a change. Up to three agents
@@ -39,6 +42,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		// The facade's access: a deleted or edited one is repaired at once.
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
 		// The OIDC key mirror: a deleted or edited mirror is repaired at
 		// once, not at the next 6-hour refresh.
 		Owns(&corev1.Secret{}).

@@ -48,12 +48,12 @@ func TestWorkspacePodDefaults(t *testing.T) {
 		ws    *omniav1.Workspace
 		check func(t *testing.T, p corev1.PodTemplateSpec)
 	}{
-		{"no Workspace: no OMNIA_WORKSPACE_NAME and the default service account", nil, nil,
+		{"no Workspace: no OMNIA_WORKSPACE_NAME and the facade's service account", nil, nil,
 			func(t *testing.T, p corev1.PodTemplateSpec) {
 				if v, ok := envValue(p, "OMNIA_WORKSPACE_NAME"); ok {
 					t.Fatalf("OMNIA_WORKSPACE_NAME=%q without a Workspace", v)
 				}
-				if p.Spec.ServiceAccountName != "" {
+				if p.Spec.ServiceAccountName != "agent-facade" {
 					t.Fatalf("service account %q", p.Spec.ServiceAccountName)
 				}
 			}},

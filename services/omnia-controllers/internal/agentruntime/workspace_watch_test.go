@@ -72,7 +72,7 @@ func TestWorkspaceReachesAgentThroughWatch(t *testing.T) {
 			return nil
 		}
 	}
-	ctrltest.Eventually(t, wait, template("", ""))
+	ctrltest.Eventually(t, wait, template("agent-facade", ""))
 	ctrltest.Eventually(t, wait, hpa(0))
 
 	ws := &omniav1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: omniav1.WorkspaceSpec{
@@ -135,7 +135,7 @@ func TestWorkspaceReachesAgentThroughWatch(t *testing.T) {
 
 	// Moved away: the agents of the namespace it left drop its defaults.
 	editWorkspace(func(w *omniav1.Workspace) { w.Spec.Namespace.Name = ns + "-elsewhere" })
-	ctrltest.Eventually(t, wait, template("", ""))
+	ctrltest.Eventually(t, wait, template("agent-facade", ""))
 }
 
 // passInputs are the resourceVersions a pass could read from the cache
