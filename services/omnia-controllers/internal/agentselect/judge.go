@@ -34,14 +34,13 @@ type Input struct {
 
 // Judge writes a policy's status: Ready (valid, or the fault, with a
 // Warning event on the transition into it), the agents it is in force for
-// and the Conflict condition. A policy with a fault is in force nowhere.
+// and the Conflict condition. A policy with a fault comes with a nil
+// Selector (Input.Self), so it is in force nowhere.
 func Judge(st *omniav1.AgentPolicyStatus, j *kubeutil.Judgement, in Input) {
-	self := in.Self
 	if in.Fault != nil {
-		self.Selector = nil
 		j.WarnOn(j.Set(omniav1.ConditionReady, metav1.ConditionFalse, in.Fault.Reason, in.Fault.Message), in.Fault.Reason, in.Fault.Message)
 	} else {
 		j.Set(omniav1.ConditionReady, metav1.ConditionTrue, omniav1.ReasonPolicyValid, in.InForce)
 	}
-	Resolve(self, in.Peers, in.Agents).Status(st, in.Kind, j.Set)
+	Resolve(in.Self, in.Peers, in.Agents).Status(st, in.Kind, j.Set)
 }

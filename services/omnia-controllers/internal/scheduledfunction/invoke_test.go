@@ -72,14 +72,14 @@ func TestHTTPInvoker(t *testing.T) {
 }
 
 // TestServiceURL: a run goes to the agent's Service on its rest facade's
-// port (the default facade port without one).
+// port (the default facade port without one), never another facade's.
 func TestServiceURL(t *testing.T) {
 	a := function()
 	if got := ServiceURL(a); got != "http://fn.ns.svc:8080/invoke" {
 		t.Errorf("default port: %s", got)
 	}
-	p := int32(9000)
-	a.Spec.Facades = []omniav1.FacadeConfig{{Type: omniav1.FacadeTypeMCP}, {Type: omniav1.FacadeTypeREST, Port: &p}}
+	p, mcp := int32(9000), int32(9100)
+	a.Spec.Facades = []omniav1.FacadeConfig{{Type: omniav1.FacadeTypeREST, Port: &p}, {Type: omniav1.FacadeTypeMCP, Port: &mcp}}
 	if got := ServiceURL(a); got != "http://fn.ns.svc:9000/invoke" {
 		t.Errorf("rest port: %s", got)
 	}
