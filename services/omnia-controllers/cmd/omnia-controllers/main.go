@@ -1,6 +1,6 @@
 // Command omnia-controllers runs the AgentRuntime, PromptPack, ToolRegistry,
-// Provider, Workspace, SkillSource, ToolPolicy, SandboxClass and Connection
-// controllers in one controller-runtime manager, with leader election on a Lease, Prometheus metrics, health and
+// Provider, Workspace, SkillSource, ToolPolicy, SandboxClass, Connection,
+// MemoryPolicy, SessionRetentionPolicy and ScheduledFunction controllers in one controller-runtime manager, with leader election on a Lease, Prometheus metrics, health and
 // readiness endpoints, JSON logs and a graceful shutdown on SIGTERM.
 package main
 
@@ -31,10 +31,13 @@ import (
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/connection"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/memorypolicy"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/metrics"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/promptpack"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/provider"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/sandboxclass"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/scheduledfunction"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/sessionretention"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/skillsource"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/toolpolicy"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/toolregistry"
@@ -143,6 +146,18 @@ func run(ctx context.Context, cfg *config, restCfg *rest.Config) error {
 		}},
 		{connection.ControllerName, func() error {
 			return (&connection.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("connection-controller")}).SetupWithManager(mgr, nil)
+		}},
+		// The policies of an agent's memory and session records, and the
+		// schedules that call function agents.
+		{memorypolicy.ControllerName, func() error {
+			return (&memorypolicy.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memorypolicy-controller")}).SetupWithManager(mgr, nil)
+		}},
+		{sessionretention.ControllerName, func() error {
+			return (&sessionretention.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("sessionretentionpolicy-controller")}).SetupWithManager(mgr, nil)
+		}},
+		{scheduledfunction.ControllerName, func() error {
+			return (&scheduledfunction.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Invoker: &scheduledfunction.HTTPInvoker{},
+				Recorder: mgr.GetEventRecorder("scheduledfunction-controller")}).SetupWithManager(mgr, nil)
 		}},
 		{workspace.ControllerName, func() error {
 			return (&workspace.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("workspace-controller")}).SetupWithManager(mgr, nil)

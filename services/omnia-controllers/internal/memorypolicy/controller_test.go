@@ -1,0 +1,86 @@
+package memorypolicy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
+)
+
+const wait = 30 * time.Second
+
+func ready(ns, name string, status metav1.ConditionStatus, reason, msgHas string, count int32) func() error {
+	return func() error {
+		p := &omniav1.MemoryPolicy{}
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, p); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(p.Status.Conditions, omniav1.ConditionReady)
+		if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, msgHas) || p.Status.AgentCount != count || c.ObservedGeneration != p.Generation {
+			return fmt.Errorf("Ready %+v agents %d; want %s %s %q, %d agents", c, p.Status.AgentCount, status, reason, msgHas, count)
+		}
+		return nil
+	}
+}
+
+// TestBadPatternThenFixed: a redaction pattern that does not compile sets
+// Ready=False naming the field, and the policy is in force for no agent;
+// an edit that fixes it makes the policy Ready and in force.
+func TestBadPatternThenFixed(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, nil)
+	})
+	a := &omniav1.AgentRuntime{ObjectMeta: metav1.ObjectMeta{Name: "chat", Namespace: ns},
+		Spec: omniav1.AgentRuntimeSpec{PromptPackRef: omniav1.PromptPackRef{Name: "pack"}, Facades: []omniav1.FacadeConfig{{Type: omniav1.FacadeTypeWebSocket}}}}
+	p := &omniav1.MemoryPolicy{ObjectMeta: metav1.ObjectMeta{Name: "pii", Namespace: ns},
+		Spec: omniav1.MemoryPolicySpec{Redact: []omniav1.RedactionRule{{Category: omniav1.PIIEmail}, {Pattern: `ACC-(\d{8}`}}}}
+	if err := env.Client.Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, ready(ns, "pii", metav1.ConditionFalse, omniav1.ReasonInvalidRedaction, "spec.redact[1].pattern", 0))
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pii"}, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.Redact[1].Pattern = `ACC-(\d{8})`
+	if err := env.Client.Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, ready(ns, "pii", metav1.ConditionTrue, omniav1.ReasonPolicyValid, "2 redaction rules", 1))
+}
+
+// TestThreeWorkers: the controller runs up to three passes at once.
+func TestThreeWorkers(t *testing.T) {
+	ns := env.Namespace(t)
+	gate := &ctrltest.Gate{Hold: 500 * time.Millisecond}
+	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, gate)
+	})
+	for i := range 6 {
+		if err := env.Client.Create(context.Background(), &omniav1.MemoryPolicy{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%d", i), Namespace: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		if passes, _, _ := gate.Stats(); passes < 6 {
+			return fmt.Errorf("%d passes", passes)
+		}
+		return nil
+	})
+	if _, most, twice := gate.Stats(); most != 3 || twice {
+		t.Fatalf("%d passes ran at once (one object twice: %v); want 3", most, twice)
+	}
+}

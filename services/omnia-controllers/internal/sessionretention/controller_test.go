@@ -1,0 +1,127 @@
+package sessionretention
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
+)
+
+const wait = 30 * time.Second
+
+func newAgent(ns, name, team string) *omniav1.AgentRuntime {
+	return &omniav1.AgentRuntime{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"team": team}},
+		Spec: omniav1.AgentRuntimeSpec{PromptPackRef: omniav1.PromptPackRef{Name: "pack"}, Facades: []omniav1.FacadeConfig{{Type: omniav1.FacadeTypeWebSocket}}}}
+}
+
+func newPolicy(ns, name string, sel *metav1.LabelSelector) *omniav1.SessionRetentionPolicy {
+	return &omniav1.SessionRetentionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: omniav1.SessionRetentionPolicySpec{AgentSelector: sel, SessionTTL: metav1.Duration{Duration: time.Hour}}}
+}
+
+// state waits for a policy's status: the agents it is in force for and
+// whether Conflict is True.
+func state(ns, name string, appliesTo []string, conflict metav1.ConditionStatus) func() error {
+	return func() error {
+		p := &omniav1.SessionRetentionPolicy{}
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, p); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(p.Status.Conditions, omniav1.ConditionConflict)
+		if !slices.Equal(p.Status.AppliesTo, appliesTo) || c == nil || c.Status != conflict || p.Status.ObservedGeneration != p.Generation {
+			return fmt.Errorf("%s: appliesTo %v Conflict %+v; want %v %s", name, p.Status.AppliesTo, c, appliesTo, conflict)
+		}
+		return nil
+	}
+}
+
+// TestPoliciesFollowAgentsAndEachOther: the agents a policy is in force
+// for, and its Conflict condition, follow the namespace's AgentRuntimes
+// (created, relabelled) and its other policies (created, deleted) through
+// watches, the policies themselves never changing.
+func TestPoliciesFollowAgentsAndEachOther(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, nil)
+	})
+	mustCreate := func(o client.Object) {
+		t.Helper()
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCreate(newAgent(ns, "billing", "a"))
+	mustCreate(newPolicy(ns, "team-a", &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}))
+	ctrltest.Eventually(t, wait, state(ns, "team-a", []string{"billing"}, metav1.ConditionFalse))
+
+	t.Run("an agent created with the label joins", func(t *testing.T) {
+		mustCreate(newAgent(ns, "search", "a"))
+		ctrltest.Eventually(t, wait, state(ns, "team-a", []string{"billing", "search"}, metav1.ConditionFalse))
+	})
+	t.Run("an agent relabelled away leaves", func(t *testing.T) {
+		a := &omniav1.AgentRuntime{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "search"}, a); err != nil {
+			t.Fatal(err)
+		}
+		a.Labels["team"] = "b"
+		if err := env.Client.Update(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		ctrltest.Eventually(t, wait, state(ns, "team-a", []string{"billing"}, metav1.ConditionFalse))
+	})
+	t.Run("a younger policy over all agents conflicts on both, naming the other and the older as in force", func(t *testing.T) {
+		// creationTimestamp has whole seconds: the second policy is younger.
+		time.Sleep(1100 * time.Millisecond)
+		mustCreate(newPolicy(ns, "all", nil))
+		ctrltest.Eventually(t, wait, state(ns, "all", []string{"search"}, metav1.ConditionTrue))
+		ctrltest.Eventually(t, wait, state(ns, "team-a", []string{"billing"}, metav1.ConditionTrue))
+		p := &omniav1.SessionRetentionPolicy{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "all"}, p); err != nil {
+			t.Fatal(err)
+		}
+		if msg := meta.FindStatusCondition(p.Status.Conditions, omniav1.ConditionConflict).Message; !strings.Contains(msg, "team-a is in force") {
+			t.Fatalf("Conflict message %q", msg)
+		}
+	})
+	t.Run("the older policy deleted, the younger takes its agents", func(t *testing.T) {
+		if err := env.Client.Delete(ctx, newPolicy(ns, "team-a", nil)); err != nil {
+			t.Fatal(err)
+		}
+		ctrltest.Eventually(t, wait, state(ns, "all", []string{"billing", "search"}, metav1.ConditionFalse))
+	})
+}
+
+// TestThreeWorkers: the controller runs up to three passes at once.
+func TestThreeWorkers(t *testing.T) {
+	ns := env.Namespace(t)
+	gate := &ctrltest.Gate{Hold: 500 * time.Millisecond}
+	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, gate)
+	})
+	for i := range 6 {
+		if err := env.Client.Create(context.Background(), newPolicy(ns, fmt.Sprintf("p-%d", i), nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		if passes, _, _ := gate.Stats(); passes < 6 {
+			return fmt.Errorf("%d passes", passes)
+		}
+		return nil
+	})
+	if _, most, twice := gate.Stats(); most != 3 || twice {
+		t.Fatalf("%d passes ran at once (one object twice: %v); want 3", most, twice)
+	}
+}
