@@ -42,7 +42,7 @@ var strict = &client.CreateOptions{FieldValidation: metav1.FieldValidationStrict
 // wantKinds is every kind the two API groups must serve.
 var wantKinds = map[string][]string{
 	"agents.re-cinq.com":   {"Agent", "AgentDefinition", "Station"},
-	"omnia.altairalabs.ai": {"AgentRuntime", "Connection", "PromptPack", "Provider", "RolloutAnalysis", "SandboxClass", "SkillSource", "ToolPolicy", "ToolRegistry", "Workspace"},
+	"omnia.altairalabs.ai": {"AgentRuntime", "Connection", "MemoryPolicy", "PromptPack", "Provider", "RolloutAnalysis", "SandboxClass", "ScheduledFunction", "SessionRetentionPolicy", "SkillSource", "ToolPolicy", "ToolRegistry", "Workspace"},
 }
 
 func readCRDs(t *testing.T) []apiextensionsv1.CustomResourceDefinition {

@@ -23,11 +23,25 @@ func TestDeploymentDrifted(t *testing.T) {
 		d := want.DeepCopy()
 		p := &d.Spec.Template.Spec
 		p.RestartPolicy, p.DNSPolicy, p.SchedulerName = corev1.RestartPolicyAlways, corev1.DNSClusterFirst, corev1.DefaultSchedulerName
-		p.TerminationGracePeriodSeconds = ptr(int64(30))
-		c := &p.Containers[0]
-		c.TerminationMessagePath, c.TerminationMessagePolicy = "/dev/termination-log", corev1.TerminationMessageReadFile
-		c.ReadinessProbe.TimeoutSeconds, c.ReadinessProbe.SuccessThreshold, c.ReadinessProbe.FailureThreshold = 1, 1, 3
-		c.ReadinessProbe.HTTPGet.Scheme = corev1.URISchemeHTTP
+		if p.TerminationGracePeriodSeconds == nil {
+			p.TerminationGracePeriodSeconds = ptr(int64(30))
+		}
+		for i := range p.Containers {
+			c := &p.Containers[i]
+			c.TerminationMessagePath, c.TerminationMessagePolicy = "/dev/termination-log", corev1.TerminationMessageReadFile
+			for _, pr := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
+				if pr == nil {
+					continue
+				}
+				pr.TimeoutSeconds, pr.SuccessThreshold, pr.FailureThreshold = 1, 1, 3
+				if pr.HTTPGet != nil {
+					pr.HTTPGet.Scheme = corev1.URISchemeHTTP
+				}
+			}
+			if ps := c.Lifecycle; ps != nil && ps.PreStop != nil && ps.PreStop.HTTPGet != nil {
+				ps.PreStop.HTTPGet.Scheme = corev1.URISchemeHTTP
+			}
+		}
 		for i := range p.Volumes {
 			if cm := p.Volumes[i].ConfigMap; cm != nil {
 				cm.DefaultMode = ptr(int32(0o644))

@@ -258,7 +258,7 @@ func TestToolsReachThePod(t *testing.T) {
 			}
 			var conds []metav1.Condition
 			res := Resolve(in, &conds, t0)
-			d, err := BuildDeployment(in, res, Config{}, "runtime:1")
+			d, err := BuildDeployment(in, res, Config{FacadeImage: "facade:1"}, "runtime:1")
 			if err != nil {
 				t.Fatal(err)
 			}

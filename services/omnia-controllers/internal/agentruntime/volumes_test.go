@@ -85,7 +85,7 @@ func TestPodVolumes(t *testing.T) {
 				ps = []omniav1.PromptPack{livePack()}
 			}
 			in := inputs(agentSpec(tc.mut), ps, readyProvider(nil))
-			d, err := BuildDeployment(in, resolved(t, in), Config{}, "runtime:1")
+			d, err := BuildDeployment(in, resolved(t, in), Config{FacadeImage: "facade:1"}, "runtime:1")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v; want one containing %q", err, tc.wantErr)
