@@ -98,7 +98,9 @@ func RuntimeImage(a *omniav1.AgentRuntime, cfg Config) (string, error) {
 // ConfigHash digests every input of the pod that is not already spelled
 // out in the template: the pack's content, the tools file's content,
 // the providers' settings and their credential Secrets' data. Only a hash
-// of Secret data is kept, never a value.
+// of Secret data is kept, never a value. The policies in force are in
+// the template's env already; they are hashed too so that the annotation
+// alone tells every change of what the runtime was given.
 func ConfigHash(in Inputs, res Resolution) string {
 	h := sha256.New()
 	w := func(parts ...string) {
@@ -137,6 +139,9 @@ func ConfigHash(in Inputs, res Resolution) string {
 		if a := s.Auth; a != nil && a.CredentialsSecretRef != nil {
 			w("auth secret", a.CredentialsSecretRef.Name, secretDigest(in.Secrets[a.CredentialsSecretRef.Name]))
 		}
+	}
+	for _, e := range policyEnv(in) {
+		w("policy", e.Name, e.Value)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
@@ -225,6 +230,7 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) (*apps
 		env = append(env, corev1.EnvVar{Name: "OMNIA_TOOLREGISTRY", Value: res.Registry.Name})
 	}
 	env = append(env, contextEnv(a)...)
+	env = append(env, policyEnv(in)...)
 	var provs []providerEnv
 	for _, rp := range res.Providers {
 		s := rp.Provider.Spec

@@ -47,6 +47,11 @@ type Inputs struct {
 	// (NamespaceWorkspace); nil for the many namespaces without one. Its
 	// name, runtime defaults and service-group autoscaling shape the pods.
 	Workspace *omniav1.Workspace
+	// SessionPolicies and MemoryPolicies are the namespace's policies of
+	// each kind; the one in force for the agent reaches its pods
+	// (policies.go).
+	SessionPolicies []omniav1.SessionRetentionPolicy
+	MemoryPolicies  []omniav1.MemoryPolicy
 }
 
 // ResolvedProvider is one usable providers entry.

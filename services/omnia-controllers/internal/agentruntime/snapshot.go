@@ -186,6 +186,18 @@ func (r *Reconciler) inputs(ctx context.Context, a *omniav1.AgentRuntime) (Input
 		return in, fmt.Errorf("list Workspaces of namespace %s: %w", a.Namespace, err)
 	}
 	in.Workspace = NamespaceWorkspace(wss.Items)
+	// Which policy is in force is decided among all of the namespace's
+	// (the older wins), so all are read, from the cache.
+	var sps omniav1.SessionRetentionPolicyList
+	if err := r.Client.List(ctx, &sps, client.InNamespace(a.Namespace)); err != nil {
+		return in, fmt.Errorf("list SessionRetentionPolicies of namespace %s: %w", a.Namespace, err)
+	}
+	in.SessionPolicies = sps.Items
+	var mps omniav1.MemoryPolicyList
+	if err := r.Client.List(ctx, &mps, client.InNamespace(a.Namespace)); err != nil {
+		return in, fmt.Errorf("list MemoryPolicies of namespace %s: %w", a.Namespace, err)
+	}
+	in.MemoryPolicies = mps.Items
 	return in, nil
 }
 

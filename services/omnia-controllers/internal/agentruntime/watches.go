@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -33,8 +34,9 @@ import (
 // Role and RoleBinding, OIDC key Secret and tools ConfigMap it builds, and
 // maps every PromptPack, ToolRegistry, ToolPolicy, Provider and
 // credential Secret change back to the agents that reference it through
-// field indexes, and every Workspace change to the agents of the namespace
-// it names, so no timer is needed to notice a change. Up to three agents
+// field indexes, every Workspace change to the agents of the namespace
+// it names, and every SessionRetentionPolicy and MemoryPolicy change to
+// the agents of its namespace, so no timer is needed to notice a change. Up to three agents
 // reconcile at once. rec, when not nil, is called instead of r (tests
 // count passes).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
@@ -59,7 +61,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 		Watches(&omniav1.ToolRegistry{}, handler.EnqueueRequestsFromMapFunc(r.agentsByKey(index.AgentToolRegistry))).
 		Watches(&omniav1.Provider{}, handler.EnqueueRequestsFromMapFunc(r.agentsByKey(index.AgentProvider))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.agentsForSecret)).
-		Watches(&omniav1.Workspace{}, r.agentsForWorkspace())
+		Watches(&omniav1.Workspace{}, r.agentsForWorkspace()).
+		// The policies in force reach the pods (policies.go). Every agent
+		// of the namespace: those a policy selects now and those it
+		// selected before are all there, and which one is in force is
+		// decided among all of them. Status writes bump no generation and
+		// change no label, so they enqueue nothing.
+		Watches(&omniav1.SessionRetentionPolicy{}, handler.EnqueueRequestsFromMapFunc(r.agentsOfNamespace), policyChanged).
+		Watches(&omniav1.MemoryPolicy{}, handler.EnqueueRequestsFromMapFunc(r.agentsOfNamespace), policyChanged)
 	// controller-runtime cannot watch a kind the API server does not
 	// serve, and a manager must run without KEDA: the ScaledObject watch is
 	// wired now only when KEDA's CRD is installed, else started by the
@@ -85,6 +94,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &omniav1.AgentRuntime{}, handler.OnlyControllerOwner())))
 	}
 	return nil
+}
+
+// policyChanged passes a policy's creation, deletion and every update of
+// its spec (generation) or labels, never a status write.
+var policyChanged = builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
+
+// agentsOfNamespace maps an object to every agent of its namespace.
+func (r *Reconciler) agentsOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.list(ctx, client.InNamespace(o.GetNamespace()))
 }
 
 // kindServed reports whether the API server serves gvk; a NoMatch from
