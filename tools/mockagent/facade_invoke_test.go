@@ -28,7 +28,9 @@ func TestFacadeInvoke(t *testing.T) {
 	echo := httptest.NewServer(omniaRuntimeMux("1.2.0"))
 	defer echo.Close()
 	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "boom", http.StatusInternalServerError)
+		// A JSON answer, so only its status makes it a failure.
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, `{"error":"boom"}`)
 	}))
 	defer failing.Close()
 	down := httptest.NewServer(http.NotFoundHandler())
@@ -149,6 +151,10 @@ func TestInvocationIsSessionActivity(t *testing.T) {
 		_, _ = io.WriteString(w, `{"done":true}`)
 	}))
 	defer runtime.Close()
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	// Runs before runtime.Close, which waits for the held call.
+	defer unblock()
 	rep := &stamped{ch: make(chan stamp, 100)}
 	f := testFacade(runtime.Listener.Addr().String(), rep)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -174,7 +180,7 @@ func TestInvocationIsSessionActivity(t *testing.T) {
 	if n := metricValue(t, f, connectionsMetric); n != 1 {
 		t.Errorf("%s = %v while invoking, want 1", connectionsMetric, n)
 	}
-	close(release)
+	unblock()
 	if code := <-done; code != http.StatusOK {
 		t.Fatalf("invoke answered %d, want 200", code)
 	}

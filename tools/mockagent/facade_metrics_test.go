@@ -94,7 +94,8 @@ func TestMetricsCarryTheKEDAQueryLabels(t *testing.T) {
 func TestConnectionsGaugeFollowsSessions(t *testing.T) {
 	f := testFacade("127.0.0.1:1", nil)
 	srv := httptest.NewServer(f.sessionMux())
-	defer srv.Close()
+	// Cleanups run last first: the sessions end before the server closes.
+	t.Cleanup(srv.Close)
 	var ends []context.CancelFunc
 	open := func() {
 		ctx, end := context.WithCancel(context.Background())
@@ -104,7 +105,7 @@ func TestConnectionsGaugeFollowsSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The body stays open: closing it would end the session.
-		t.Cleanup(func() { _ = resp.Body.Close() })
+		t.Cleanup(func() { end(); _ = resp.Body.Close() })
 		// The first line comes once the session is counted; ending the
 		// request's context then closes the session.
 		if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
