@@ -29,9 +29,10 @@
 // Omnia runtime image (omnia.go): it answers an agent pod's readiness
 // probe, naming the pack version the pod was given. `mockagent
 // omnia-facade [--host H] [--report-every D]` stands in for the facade
-// container beside it (omnia_facade.go): it serves sessions, drains them
-// on the preStop hook and reports them to its AgentRuntime's status
-// (activity.go).
+// container beside it (omnia_facade.go): it serves sessions and
+// invocations (facade_invoke.go), drains them on the preStop hook,
+// reports them to its AgentRuntime's status (activity.go) and exports
+// them as Prometheus metrics (facade_metrics.go).
 //
 // MOCKAGENT_STEPS=N adds N assistant text lines ("Step i of N.") before
 // the usual work of success, slow and malformed, so a slow run streams

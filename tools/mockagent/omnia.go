@@ -36,11 +36,12 @@ func omniaRuntimeAddr() string {
 // runs it as the runtime container's command (--runtime-command, or the
 // chart's runtime.command), and it answers on the runtime port (the
 // readiness probe and the facade, omnia_facade.go) until SIGTERM, naming
-// the pack version its pod was given.
+// the pack version its pod was given; it echoes what the facade forwards
+// of an invocation (POST /invoke).
 func omniaRuntime(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("omnia-runtime", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", omniaRuntimeAddr(), "address of the runtime port: /readyz and /healthz")
+	addr := fs.String("addr", omniaRuntimeAddr(), "address of the runtime port: /readyz, /healthz and /invoke")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -53,7 +54,8 @@ func omniaRuntime(args []string, stderr io.Writer) int {
 	return 0
 }
 
-// serveOmniaRuntime serves the health endpoints on addr until ctx ends.
+// serveOmniaRuntime serves the health endpoints and /invoke on addr until
+// ctx ends.
 // Agent pods on a shared host network all bind the one port, so the
 // listener sets SO_REUSEPORT: the stable and the candidate Deployment's
 // pods may run together, and a probe may be answered by any of them.
@@ -63,11 +65,7 @@ func serveOmniaRuntime(ctx context.Context, addr string, log *slog.Logger) error
 		return fmt.Errorf("runtime port: %w", err)
 	}
 	version := os.Getenv("OMNIA_PROMPTPACK_VERSION")
-	mux := http.NewServeMux()
-	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintf(w, "ok: pack version %s\n", version) }
-	mux.HandleFunc("/readyz", ok)
-	mux.HandleFunc("/healthz", ok)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: omniaRuntimeMux(version), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
@@ -79,6 +77,17 @@ func serveOmniaRuntime(ctx context.Context, addr string, log *slog.Logger) error
 		return err
 	}
 	return nil
+}
+
+// omniaRuntimeMux answers the probes with the pack version and echoes
+// invocations (runtime_invoke.go).
+func omniaRuntimeMux(version string) *http.ServeMux {
+	mux := http.NewServeMux()
+	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintf(w, "ok: pack version %s\n", version) }
+	mux.HandleFunc("/readyz", ok)
+	mux.HandleFunc("/healthz", ok)
+	mux.HandleFunc("POST "+invokePath, runtimeEcho(version))
+	return mux
 }
 
 // listenReusePort listens on addr with SO_REUSEPORT, so the agent pods

@@ -19,7 +19,9 @@ import (
 // omniaFacade is the `omnia-facade` mode: a stand-in for the Omnia facade
 // container of an agent pod (services/omnia-controllers internal/agentruntime
 // pod.go). It serves sessions on the facade port (GET /session holds one
-// open until the client leaves), answers /healthz, /readyz (ready while
+// open until the client leaves) and invocations (POST /invoke,
+// facade_invoke.go), answers /healthz, /metrics (facade_metrics.go),
+// /readyz (ready while
 // the runtime at OMNIA_RUNTIME_ADDR accepts connections and no drain has
 // begun) and /drain (the preStop hook: it returns once the open sessions
 // have ended or OMNIA_DRAIN_TIMEOUT has passed) on the health port, and
@@ -86,42 +88,59 @@ func facadeConfigFromEnv(host string) (facadeConfig, error) {
 
 // facade counts the open sessions and drains them.
 type facade struct {
-	cfg facadeConfig
-	log *slog.Logger
-	act *activity
+	cfg    facadeConfig
+	log    *slog.Logger
+	act    *activity
+	met    *facadeMetrics
+	client *http.Client
 
-	mu       sync.Mutex
-	open     int
-	draining bool
+	mu          sync.Mutex
+	open        int
+	invocations int
+	draining    bool
 	// idle is closed and replaced whenever open drops to zero.
 	idle chan struct{}
 }
 
 func newFacade(cfg facadeConfig, rep reporter, every, heartbeat time.Duration, log *slog.Logger) *facade {
-	return &facade{cfg: cfg, log: log, act: newActivity(rep, every, heartbeat, time.Now, log), idle: make(chan struct{})}
+	return &facade{cfg: cfg, log: log, act: newActivity(rep, every, heartbeat, time.Now, log),
+		met: newFacadeMetrics(cfg.agent, cfg.namespace), client: &http.Client{}, idle: make(chan struct{})}
+}
+
+// begin opens a session unless the facade is draining: it is counted in
+// the activity reports and the connections gauge until end.
+func (f *facade) begin() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.draining {
+		return false
+	}
+	f.open++
+	f.act.set(f.open)
+	f.met.connections.Set(float64(f.open))
+	return true
+}
+
+// end closes a session begun by begin.
+func (f *facade) end() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.open--
+	f.act.set(f.open)
+	f.met.connections.Set(float64(f.open))
+	if f.open == 0 {
+		close(f.idle)
+		f.idle = make(chan struct{})
+	}
 }
 
 // session holds one session open until the client goes.
 func (f *facade) session(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	if f.draining {
-		f.mu.Unlock()
+	if !f.begin() {
 		http.Error(w, "draining", http.StatusServiceUnavailable)
 		return
 	}
-	f.open++
-	f.act.set(f.open)
-	f.mu.Unlock()
-	defer func() {
-		f.mu.Lock()
-		f.open--
-		f.act.set(f.open)
-		if f.open == 0 {
-			close(f.idle)
-			f.idle = make(chan struct{})
-		}
-		f.mu.Unlock()
-	}()
+	defer f.end()
 	w.Header().Set("Content-Type", "text/plain")
 	_, _ = fmt.Fprintf(w, "session open on %s\n", f.cfg.agent)
 	if fl, ok := w.(http.Flusher); ok {
@@ -172,12 +191,7 @@ func (f *facade) ready(w http.ResponseWriter, r *http.Request) {
 
 // serve serves both ports until ctx ends, then sends the last report.
 func (f *facade) serve(ctx context.Context) error {
-	sessions := http.NewServeMux()
-	sessions.HandleFunc("GET /session", f.session)
-	health := http.NewServeMux()
-	health.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintln(w, "ok") })
-	health.HandleFunc("/readyz", f.ready)
-	health.HandleFunc(drainPath, f.drainSessions)
+	sessions, health := f.sessionMux(), f.healthMux()
 	go f.act.run(ctx)
 	errs := make(chan error, 2)
 	var srvs []*http.Server
@@ -213,6 +227,25 @@ func (f *facade) serve(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// sessionMux serves the facade port.
+func (f *facade) sessionMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /session", f.session)
+	// Another method on /invoke is 405, with Allow: POST, by the mux.
+	mux.HandleFunc("POST "+invokePath, f.invoke)
+	return mux
+}
+
+// healthMux serves the health port.
+func (f *facade) healthMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", f.ready)
+	mux.HandleFunc(drainPath, f.drainSessions)
+	mux.Handle("/metrics", f.met.handler())
+	return mux
 }
 
 // drainPath is the preStop hook's path (internal/agentruntime DrainPath).

@@ -122,7 +122,8 @@ func TestFacadeServesAndDrainsSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = runtime.Close() }()
-	sessAddr, healthAddr := freeAddr(t), freeAddr(t)
+	addrs := freeAddrs(t, 2)
+	sessAddr, healthAddr := addrs[0], addrs[1]
 	r := newReports()
 	f := newFacade(facadeConfig{agent: "agent", namespace: "ns", sessionAddr: sessAddr, health: healthAddr,
 		runtimeAddr: runtime.Addr().String(), drainTimeout: 10 * time.Second}, r, time.Millisecond, 0, slog.New(slog.DiscardHandler))
@@ -175,14 +176,21 @@ func TestFacadeServesAndDrainsSessions(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
+// freeAddrs returns n distinct free loopback addresses: all n are held
+// open until each is chosen, so two of them are never the same port (the
+// facade listens with SO_REUSEPORT, and would share one).
+func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var out []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = l.Close() }()
+		out = append(out, l.Addr().String())
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
+	return out
 }
 
 // waitStatus polls url until it answers code.
