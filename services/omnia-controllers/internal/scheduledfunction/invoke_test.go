@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,10 +21,15 @@ const secretAnswer = "the-answer-body-must-not-be-recorded"
 // and scheduled time in headers; the outcome carries the status code or
 // the failure's reason, never the answer's body.
 func TestHTTPInvoker(t *testing.T) {
+	// The handler of a timed-out call may still run when the test reads
+	// what it saw: the lock orders the two.
+	var mu sync.Mutex
 	var gotBody, gotFn, gotAt string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
 		gotBody, gotFn, gotAt = string(b), r.Header.Get(HeaderFunction), r.Header.Get(HeaderScheduleTime)
+		mu.Unlock()
 		switch r.URL.Path {
 		case "/ok" + InvokePath:
 			_, _ = io.WriteString(w, secretAnswer)
@@ -58,8 +64,11 @@ func TestHTTPInvoker(t *testing.T) {
 			if strings.Contains(out.Message, secretAnswer) {
 				t.Fatalf("the answer's body was recorded: %q", out.Message)
 			}
-			if gotBody != `{"report":"daily"}` || gotFn != "ns/report" || gotAt != "2026-01-01T10:05:00Z" {
-				t.Fatalf("request body %q headers %q %q", gotBody, gotFn, gotAt)
+			mu.Lock()
+			body, fnName, schedAt := gotBody, gotFn, gotAt
+			mu.Unlock()
+			if body != `{"report":"daily"}` || fnName != "ns/report" || schedAt != "2026-01-01T10:05:00Z" {
+				t.Fatalf("request body %q headers %q %q", body, fnName, schedAt)
 			}
 		})
 	}
