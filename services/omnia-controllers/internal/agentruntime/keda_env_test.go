@@ -8,8 +8,10 @@ import (
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -19,6 +21,31 @@ import (
 
 // kedaCRD is KEDA's ScaledObject CRD (testdata names its source).
 var kedaCRD = envtest.CRDInstallOptions{Paths: []string{filepath.Join("testdata", "keda.sh_scaledobjects.yaml")}}
+
+// uninstallKEDA removes KEDA's CRD and waits until the API server no
+// longer serves the kind. The deletion takes a while (the ScaledObjects
+// go first); a manager started meanwhile would find the kind served, wire
+// a watch whose list then fails, and never start its controller: the next
+// test would see no pass at all.
+func uninstallKEDA(t *testing.T) {
+	t.Helper()
+	if err := envtest.UninstallCRDs(env.Config, kedaCRD); err != nil {
+		t.Errorf("uninstall KEDA's CRD: %v", err)
+		return
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gv := ScaledObjectGVK.GroupVersion().String()
+	ctrltest.Eventually(t, 2*wait, func() error {
+		_, err := dc.ServerResourcesForGroupVersion(gv)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("%s still served (%v)", gv, err)
+	})
+}
 
 // getScaledObject reads the agent's ScaledObject through the API server.
 //
@@ -116,7 +143,7 @@ func TestKEDAScaledObject(t *testing.T) {
 		})
 		ctrltest.Eventually(t, wait, func() error { return env.Client.Get(ctx, key, &autoscalingv2.HorizontalPodAutoscaler{}) })
 	})
-	t.Cleanup(func() { _ = envtest.UninstallCRDs(env.Config, kedaCRD) })
+	t.Cleanup(func() { uninstallKEDA(t) })
 	if t.Failed() {
 		return
 	}
