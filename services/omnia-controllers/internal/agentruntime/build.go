@@ -274,7 +274,7 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) (*apps
 	// The Workspace's pod defaults are layered under the agent's own
 	// settings: whatever the agent sets on the same key wins.
 	wsRuntime := workspaceRuntime(in)
-	podAnn := map[string]string{}
+	podAnn := scrapeAnnotations()
 	if wsRuntime != nil {
 		maps.Copy(podAnn, wsRuntime.PodAnnotations)
 	}
@@ -384,6 +384,20 @@ func primaryPort(a *omniav1.AgentRuntime) int32 {
 		return *f.Port
 	}
 	return DefaultFacadePort
+}
+
+// scrapeAnnotations are the prometheus.io annotations a Prometheus with
+// the usual kubernetes_sd pod relabelling reads to scrape the facade's
+// /metrics on the health port, where omnia_agent_connections_active (the
+// KEDA default trigger's series, keda.go) comes from. They come first in
+// the pod's annotations, so a Workspace, spec.extraPodAnnotations or
+// podOverrides may replace them (for example prometheus.io/scrape=false).
+func scrapeAnnotations() map[string]string {
+	return map[string]string{
+		"prometheus.io/scrape": "true",
+		"prometheus.io/port":   fmt.Sprint(HealthPort),
+		"prometheus.io/path":   "/metrics",
+	}
 }
 
 // BuildService returns the desired Service: the facade container's ports

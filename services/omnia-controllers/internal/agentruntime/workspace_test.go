@@ -104,6 +104,20 @@ func TestWorkspacePodDefaults(t *testing.T) {
 				t.Fatalf("annotations %v", an)
 			}
 		}},
+		{"the pods ask to be scraped on the facade's health port, where the KEDA trigger's series is", nil, nil,
+			func(t *testing.T, p corev1.PodTemplateSpec) {
+				an := p.Annotations
+				if an["prometheus.io/scrape"] != "true" || an["prometheus.io/port"] != "8081" || an["prometheus.io/path"] != "/metrics" {
+					t.Fatalf("annotations %v", an)
+				}
+			}},
+		{"an agent's annotations replace the scrape defaults", func(a *omniav1.AgentRuntime) {
+			a.Spec.ExtraPodAnnotations = map[string]string{"prometheus.io/scrape": "false"}
+		}, wsDefaults, func(t *testing.T, p corev1.PodTemplateSpec) {
+			if v := p.Annotations["prometheus.io/scrape"]; v != "false" {
+				t.Fatalf("prometheus.io/scrape=%q, want the agent's false", v)
+			}
+		}},
 		{"a Workspace cannot override the config hash", nil, wsDefaults,
 			func(t *testing.T, p corev1.PodTemplateSpec) {
 				if h := p.Annotations[omniav1.AnnotationConfigHash]; h == "hijack" || h == "" {
