@@ -40,10 +40,13 @@ func uninstallKEDA(t *testing.T) {
 	gv := ScaledObjectGVK.GroupVersion().String()
 	ctrltest.Eventually(t, 2*wait, func() error {
 		_, err := dc.ServerResourcesForGroupVersion(gv)
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			return nil
+		case err != nil:
+			return fmt.Errorf("%s: %w", gv, err)
 		}
-		return fmt.Errorf("%s still served (%v)", gv, err)
+		return fmt.Errorf("%s still served", gv)
 	})
 }
 
