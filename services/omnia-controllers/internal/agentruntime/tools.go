@@ -40,6 +40,16 @@ const (
 	// ToolSecretsDir holds, under ToolsMountPath, one directory per handler
 	// with the keys of its auth Secret.
 	ToolSecretsDir = "secrets"
+	// ToolTokensDir holds, under ToolsMountPath, one directory per
+	// serviceAccount handler with its projected token in ToolTokenFile.
+	ToolTokensDir = "tokens"
+	// ToolTokenFile is the file name of a handler's projected token.
+	ToolTokenFile = "token"
+	// ToolTokenExpirationSeconds is the lifetime asked for a handler's
+	// projected service account token. The kubelet rotates the file
+	// before it expires (at 80% of its life), so the runtime reads it
+	// anew for each call; an hour bounds what a leaked token allows.
+	ToolTokenExpirationSeconds = int64(3600)
 	// EnvToolsPath names ToolsPath to the runtime.
 	EnvToolsPath = "OMNIA_TOOLS_PATH"
 )
@@ -77,13 +87,17 @@ type ToolsHandler struct {
 	Sandbox  *omniav1.HandlerSandbox `json:"sandbox,omitempty"`
 }
 
-// ToolsAuth is a handler's authentication. For bearer and basic the
-// credential is not in the file: SecretDir is the directory, in the
-// container, holding the files named in Keys.
+// ToolsAuth is a handler's authentication. The credential is never in the
+// file: for bearer and basic SecretDir is the directory, in the
+// container, holding the files named in Keys; for serviceAccount
+// TokenPath is the file holding the pod's service account token for the
+// handler's audience, which the runtime sends as a bearer token and
+// re-reads for each call (the kubelet rotates it).
 type ToolsAuth struct {
 	Type             omniav1.ToolAuthType          `json:"type"`
 	SecretDir        string                        `json:"secretDir,omitempty"`
 	Keys             []string                      `json:"keys,omitempty"`
+	TokenPath        string                        `json:"tokenPath,omitempty"`
 	ServiceAccount   *omniav1.ServiceAccountAuth   `json:"serviceAccount,omitempty"`
 	WorkloadIdentity *omniav1.WorkloadIdentityAuth `json:"workloadIdentity,omitempty"`
 }
@@ -114,6 +128,12 @@ type toolSecret struct {
 	keys    []string
 }
 
+// toolToken is one serviceAccount handler's projected token.
+type toolToken struct {
+	handler  string
+	audience string
+}
+
 // ToolSet is what the agent's pods get of a resolved ToolRegistry.
 type ToolSet struct {
 	// JSON is tools.json.
@@ -122,6 +142,8 @@ type ToolSet struct {
 	Digest string
 	// secrets are mounted next to tools.json, by handler name.
 	secrets []toolSecret
+	// tokens are projected next to tools.json, by handler name.
+	tokens []toolToken
 	// unusable names each Secret left out, and why.
 	unusable []string
 }
@@ -148,15 +170,18 @@ func BuildToolSet(tr *omniav1.ToolRegistry, policies []omniav1.ToolPolicy, secre
 		if !offered[h.Name] {
 			continue
 		}
-		th, sec, why := toolsHandler(h, secrets)
+		th, cred, why := toolsHandler(h, secrets)
 		if why != "" {
 			ts.unusable = append(ts.unusable, why)
 			continue
 		}
 		usable[h.Name] = true
 		f.Handlers = append(f.Handlers, th)
-		if sec != nil {
-			ts.secrets = append(ts.secrets, *sec)
+		if cred.secret != nil {
+			ts.secrets = append(ts.secrets, *cred.secret)
+		}
+		if cred.token != nil {
+			ts.tokens = append(ts.tokens, *cred.token)
 		}
 	}
 	for _, t := range tools {
@@ -177,6 +202,7 @@ func BuildToolSet(tr *omniav1.ToolRegistry, policies []omniav1.ToolPolicy, secre
 	})
 	sort.Slice(f.Policies, func(i, j int) bool { return f.Policies[i].Name < f.Policies[j].Name })
 	sort.Slice(ts.secrets, func(i, j int) bool { return ts.secrets[i].handler < ts.secrets[j].handler })
+	sort.Slice(ts.tokens, func(i, j int) bool { return ts.tokens[i].handler < ts.tokens[j].handler })
 	sort.Strings(ts.unusable)
 	// Marshalling these types cannot fail: no channel, func or cyclic
 	// value, and every raw schema was re-encoded by canonicalJSON.
@@ -186,9 +212,16 @@ func BuildToolSet(tr *omniav1.ToolRegistry, policies []omniav1.ToolPolicy, secre
 	return ts
 }
 
-// toolsHandler is h as tools.json shows it and its Secret to mount, or
-// why the handler cannot be used.
-func toolsHandler(h *omniav1.HandlerDefinition, secrets map[string]*corev1.Secret) (ToolsHandler, *toolSecret, string) {
+// handlerCredential is what a handler's auth adds to the tools volume: a
+// Secret by reference or a projected token; neither for the others.
+type handlerCredential struct {
+	secret *toolSecret
+	token  *toolToken
+}
+
+// toolsHandler is h as tools.json shows it and its credential to mount,
+// or why the handler cannot be used.
+func toolsHandler(h *omniav1.HandlerDefinition, secrets map[string]*corev1.Secret) (ToolsHandler, handlerCredential, string) {
 	th := ToolsHandler{Name: h.Name, Type: h.Type, Endpoint: toolregistry.Endpoint(h), Sandbox: h.Sandbox.DeepCopy(),
 		HTTP: h.HTTPConfig.DeepCopy(), OpenAPI: h.OpenAPIConfig.DeepCopy(), GRPC: h.GRPCConfig.DeepCopy(),
 		MCP: h.MCPConfig.DeepCopy(), Client: h.ClientConfig.DeepCopy(), Platform: h.PlatformConfig.DeepCopy()}
@@ -205,27 +238,37 @@ func toolsHandler(h *omniav1.HandlerDefinition, secrets map[string]*corev1.Secre
 	}
 	auth := h.EffectiveAuth()
 	if auth == nil || auth.Type == "" || auth.Type == omniav1.ToolAuthNone {
-		return th, nil, ""
+		return th, handlerCredential{}, ""
 	}
 	th.Auth = &ToolsAuth{Type: auth.Type, ServiceAccount: auth.ServiceAccount, WorkloadIdentity: auth.WorkloadIdentity}
+	if auth.Type == omniav1.ToolAuthServiceAccount {
+		// The schema requires the block and its audience; a registry
+		// written before that rule could still lack them, and a token
+		// without an audience would be one the API server accepts.
+		if auth.ServiceAccount == nil || auth.ServiceAccount.Audience == "" {
+			return th, handlerCredential{}, fmt.Sprintf("handler %q: auth.serviceAccount.audience is not set", h.Name)
+		}
+		th.Auth.TokenPath = ToolsMountPath + "/" + ToolTokensDir + "/" + h.Name + "/" + ToolTokenFile
+		return th, handlerCredential{token: &toolToken{handler: h.Name, audience: auth.ServiceAccount.Audience}}, ""
+	}
 	if auth.SecretRef == nil || (auth.Type != omniav1.ToolAuthBearer && auth.Type != omniav1.ToolAuthBasic) {
-		return th, nil, ""
+		return th, handlerCredential{}, ""
 	}
 	name := auth.SecretRef.Name
 	keys := secretKeys(auth)
 	s := secrets[name]
 	if s == nil {
-		return th, nil, fmt.Sprintf("handler %q: Secret %q does not exist or is not labelled %s=%s", h.Name, name,
+		return th, handlerCredential{}, fmt.Sprintf("handler %q: Secret %q does not exist or is not labelled %s=%s", h.Name, name,
 			omniav1.LabelType, omniav1.LabelTypeCredentials)
 	}
 	for _, k := range keys {
 		if _, ok := s.Data[k]; !ok {
-			return th, nil, fmt.Sprintf("handler %q: Secret %q has no key %q", h.Name, name, k)
+			return th, handlerCredential{}, fmt.Sprintf("handler %q: Secret %q has no key %q", h.Name, name, k)
 		}
 	}
 	th.Auth.SecretDir = ToolsMountPath + "/" + ToolSecretsDir + "/" + h.Name
 	th.Auth.Keys = keys
-	return th, &toolSecret{handler: h.Name, secret: name, keys: keys}, ""
+	return th, handlerCredential{secret: &toolSecret{handler: h.Name, secret: name, keys: keys}}, ""
 }
 
 // secretKeys are the keys of its Secret a bearer or basic handler reads:
@@ -277,6 +320,13 @@ func (ts *ToolSet) volume(agent string) corev1.Volume {
 		}
 		srcs = append(srcs, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
 			LocalObjectReference: corev1.LocalObjectReference{Name: s.secret}, Items: items}})
+	}
+	// A serviceAccount handler's token: the pod's service account, for
+	// the handler's audience only, issued and rotated by the kubelet.
+	for _, tok := range ts.tokens {
+		srcs = append(srcs, corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+			Audience: tok.audience, ExpirationSeconds: ptr(ToolTokenExpirationSeconds),
+			Path: ToolTokensDir + "/" + tok.handler + "/" + ToolTokenFile}})
 	}
 	// Readable by the pod's group (fsGroup) only, not by every user.
 	return corev1.Volume{Name: ToolsVolumeName, VolumeSource: corev1.VolumeSource{

@@ -37,6 +37,11 @@ func bearer(h omniav1.HandlerDefinition, secret string, key *string) omniav1.Han
 	return h
 }
 
+func saAuth(h omniav1.HandlerDefinition, audience string) omniav1.HandlerDefinition {
+	h.Auth = &omniav1.ToolAuth{Type: omniav1.ToolAuthServiceAccount, ServiceAccount: &omniav1.ServiceAccountAuth{Audience: audience}}
+	return h
+}
+
 func registry(hs ...omniav1.HandlerDefinition) *omniav1.ToolRegistry {
 	return &omniav1.ToolRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tools", Namespace: "ns", Generation: 1},
 		Spec: omniav1.ToolRegistrySpec{Handlers: hs}}
@@ -154,6 +159,37 @@ func TestBuildToolSet(t *testing.T) {
 					t.Fatalf("file %+v unusable %v", f, ts.unusable)
 				}
 			}},
+		{"a serviceAccount handler: the file names its token's path and audience, and a token is projected for it, no Secret",
+			registry(saAuth(httpHandler("weather", "w"), "weather.example.com"), mcpHandler("docs")), nil, nil,
+			func(t *testing.T, f ToolsFile, ts *ToolSet) {
+				var a *ToolsAuth
+				for _, h := range f.Handlers {
+					if h.Name == "weather" {
+						a = h.Auth
+					}
+				}
+				if a == nil || a.Type != omniav1.ToolAuthServiceAccount || a.TokenPath != ToolsMountPath+"/tokens/weather/token" ||
+					a.ServiceAccount == nil || a.ServiceAccount.Audience != "weather.example.com" || a.SecretDir != "" {
+					t.Fatalf("auth %+v", a)
+				}
+				if len(ts.tokens) != 1 || ts.tokens[0] != (toolToken{handler: "weather", audience: "weather.example.com"}) ||
+					len(ts.secrets) != 0 || len(ts.unusable) != 0 {
+					t.Fatalf("tokens %+v secrets %+v unusable %v", ts.tokens, ts.secrets, ts.unusable)
+				}
+			}},
+		{"a serviceAccount handler without an audience (no block, or an empty one) is left out and named: such a token would be one the API server accepts",
+			registry(func() omniav1.HandlerDefinition {
+				h := httpHandler("weather", "w")
+				h.Auth = &omniav1.ToolAuth{Type: omniav1.ToolAuthServiceAccount}
+				return h
+			}(), saAuth(httpHandler("news", "n"), ""), mcpHandler("docs")), nil, nil,
+			func(t *testing.T, f ToolsFile, ts *ToolSet) {
+				if len(f.Handlers) != 1 || f.Handlers[0].Name != "docs" || len(ts.tokens) != 0 ||
+					len(ts.unusable) != 2 || !strings.Contains(ts.unusable[0], `"news": auth.serviceAccount.audience`) ||
+					!strings.Contains(ts.unusable[1], `"weather": auth.serviceAccount.audience`) {
+					t.Fatalf("file %+v tokens %+v unusable %v", f, ts.tokens, ts.unusable)
+				}
+			}},
 		{"the deprecated httpConfig.authSecretRef is folded into auth and its Secret mounted",
 			registry(func() omniav1.HandlerDefinition {
 				h := httpHandler("weather", "w")
@@ -240,14 +276,17 @@ func TestToolsReachThePod(t *testing.T) {
 		secrets    map[string]*corev1.Secret
 		wantTools  bool
 		wantSecret string // the Secret projected, "" for none
+		wantToken  string // the audience of the projected token, "" for none
 		wantCond   metav1.ConditionStatus
 	}{
-		{"no registry: no tools volume, mount or path, no ToolSecretsReady", nil, nil, false, "", ""},
-		{"a registry without auth: tools.json only", registry(httpHandler("weather", "w")), nil, true, "", metav1.ConditionTrue},
+		{"no registry: no tools volume, mount or path, no ToolSecretsReady", nil, nil, false, "", "", ""},
+		{"a registry without auth: tools.json only", registry(httpHandler("weather", "w")), nil, true, "", "", metav1.ConditionTrue},
 		{"a usable Secret is projected by name, never copied", registry(bearer(httpHandler("weather", "w"), "wx-token", nil)),
-			map[string]*corev1.Secret{"wx-token": credSecret("wx-token", map[string]string{"token": "v"})}, true, "wx-token", metav1.ConditionTrue},
+			map[string]*corev1.Secret{"wx-token": credSecret("wx-token", map[string]string{"token": "v"})}, true, "wx-token", "", metav1.ConditionTrue},
 		{"a Secret the agent may not use is not mounted and ToolSecretsReady is False", registry(bearer(httpHandler("weather", "w"), "wx-token", nil)),
-			nil, true, "", metav1.ConditionFalse},
+			nil, true, "", "", metav1.ConditionFalse},
+		{"a serviceAccount handler gets a projected token of the pod's account for its audience, with an hour's lifetime, in the runtime's tools mount",
+			registry(saAuth(httpHandler("weather", "w"), "weather.example.com")), nil, true, "", "weather.example.com", metav1.ConditionTrue},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -285,15 +324,22 @@ func TestToolsReachThePod(t *testing.T) {
 				if cm := srcs[0].ConfigMap; cm == nil || cm.Name != "agent-tools" || cm.Items[0].Key != omniav1.ToolsJSONKey {
 					t.Fatalf("first source %+v", srcs[0])
 				}
-				got := ""
+				got, gotToken := "", ""
 				for _, s := range srcs[1:] {
+					if tok := s.ServiceAccountToken; tok != nil {
+						gotToken = tok.Audience
+						if tok.Path != "tokens/weather/token" || tok.ExpirationSeconds == nil || *tok.ExpirationSeconds != 3600 {
+							t.Fatalf("token projection %+v", tok)
+						}
+						continue
+					}
 					got = s.Secret.Name
 					if s.Secret.Items[0].Path != "secrets/weather/token" {
 						t.Fatalf("secret items %+v", s.Secret.Items)
 					}
 				}
-				if got != tc.wantSecret {
-					t.Fatalf("projected Secret %q, want %q", got, tc.wantSecret)
+				if got != tc.wantSecret || gotToken != tc.wantToken {
+					t.Fatalf("projected Secret %q and token audience %q, want %q and %q", got, gotToken, tc.wantSecret, tc.wantToken)
 				}
 			}
 			cond := meta.FindStatusCondition(conds, omniav1.ConditionToolSecretsReady)
