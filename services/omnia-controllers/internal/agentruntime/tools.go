@@ -57,6 +57,10 @@ const (
 // ToolsConfigMapName is the ConfigMap holding an agent's tools.json.
 func ToolsConfigMapName(agent string) string { return agent + "-tools" }
 
+// CandidateToolsConfigMapName is the ConfigMap holding a rollout
+// candidate's tools.json while its tool set differs from the stable one.
+func CandidateToolsConfigMapName(agent string) string { return agent + "-candidate-tools" }
+
 // ToolsFile is the content of tools.json. Every list is sorted, so equal
 // inputs give equal bytes.
 type ToolsFile struct {
@@ -144,6 +148,9 @@ type ToolSet struct {
 	secrets []toolSecret
 	// tokens are projected next to tools.json, by handler name.
 	tokens []toolToken
+	// configMap is the ConfigMap tools.json is mounted from; empty for
+	// the agent's own (ToolsConfigMapName).
+	configMap string
 	// unusable names each Secret left out, and why.
 	unusable []string
 }
@@ -310,7 +317,7 @@ func canonicalJSON(j *apiextensionsv1.JSON) json.RawMessage {
 // by reference (the kubelet reads them; the controller never does).
 func (ts *ToolSet) volume(agent string) corev1.Volume {
 	srcs := []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{
-		LocalObjectReference: corev1.LocalObjectReference{Name: ToolsConfigMapName(agent)},
+		LocalObjectReference: corev1.LocalObjectReference{Name: ts.configMapName(agent)},
 		Items:                []corev1.KeyToPath{{Key: omniav1.ToolsJSONKey, Path: omniav1.ToolsJSONKey}},
 	}}}
 	for _, s := range ts.secrets {
@@ -333,11 +340,20 @@ func (ts *ToolSet) volume(agent string) corev1.Volume {
 		Projected: &corev1.ProjectedVolumeSource{Sources: srcs, DefaultMode: ptr(int32(0o440))}}}
 }
 
-// buildToolsConfigMap is the agent's tools ConfigMap.
+// configMapName is the ConfigMap the tool set is mounted from.
+func (ts *ToolSet) configMapName(agent string) string {
+	if ts.configMap != "" {
+		return ts.configMap
+	}
+	return ToolsConfigMapName(agent)
+}
+
+// buildToolsConfigMap is the tools ConfigMap of the agent (or of its
+// candidate) holding ts.
 func buildToolsConfigMap(a *omniav1.AgentRuntime, ts *ToolSet) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: ToolsConfigMapName(a.Name), Namespace: a.Namespace, Labels: objectLabels(a.Name)},
+		ObjectMeta: metav1.ObjectMeta{Name: ts.configMapName(a.Name), Namespace: a.Namespace, Labels: objectLabels(a.Name)},
 		Data:       map[string]string{omniav1.ToolsJSONKey: string(ts.JSON)},
 	}
 }
@@ -367,8 +383,22 @@ func (r *resolver) tools() {
 // one of that name the agent does not control is refused, and an edit of
 // it by someone else is reverted (its watch brings the pass).
 func (d *decider) toolsConfigMap(ts *ToolSet) error {
+	return d.ownedToolsConfigMap(d.s.live.tools, ts)
+}
+
+// candidateToolsConfigMap plans the write of the candidate's own tools
+// ConfigMap when it mounts one (candidateTools), else its removal.
+func (d *decider) candidateToolsConfigMap(ts *ToolSet) error {
+	if ts != nil && ts.configMap != CandidateToolsConfigMapName(d.s.in.Agent.Name) {
+		ts = nil
+	}
+	return d.ownedToolsConfigMap(d.s.live.candidateTools, ts)
+}
+
+// ownedToolsConfigMap plans the write of the tools ConfigMap live is the
+// read of (ts's), or its removal when ts is nil.
+func (d *decider) ownedToolsConfigMap(live found[*corev1.ConfigMap], ts *ToolSet) error {
 	a := d.s.in.Agent
-	live := d.s.live.tools
 	if live.err != nil {
 		return live.err
 	}
@@ -412,16 +442,22 @@ func toolsConfigMapDrifted(want, live *corev1.ConfigMap) bool {
 		live.Data[omniav1.ToolsJSONKey] != want.Data[omniav1.ToolsJSONKey]
 }
 
-// candidateTools is the tool set a rollout candidate mounts: its own when
-// it equals the stable one's, else none. Both Deployments mount
-// <agent>-tools, which holds the stable side's file; a candidate with
-// another registry or other policies runs with OMNIA_TOOLREGISTRY only
-// (docs/omnia-controllers.md).
-func candidateTools(candidate, stable *ToolSet) *ToolSet {
-	if candidate == nil || stable == nil || candidate.Digest != stable.Digest {
+// candidateTools is the tool set a rollout candidate mounts. One equal
+// to the stable side's is mounted from <agent>-tools, as the stable pods
+// mount it; one that differs (another registry, other policies, no
+// stable tools at all) from the candidate's own ConfigMap,
+// CandidateToolsConfigMapName, which lives as long as the candidate
+// Deployment (docs/omnia-controllers.md).
+func candidateTools(candidate, stable *ToolSet, agent string) *ToolSet {
+	switch {
+	case candidate == nil:
 		return nil
+	case stable != nil && candidate.Digest == stable.Digest:
+		return candidate
 	}
-	return candidate
+	own := *candidate
+	own.configMap = CandidateToolsConfigMapName(agent)
+	return &own
 }
 
 // toolSecretNames are the Secrets the registry's bearer and basic
