@@ -143,12 +143,15 @@ func read[T client.Object](ctx context.Context, r *Reconciler, ns, name string, 
 // inputs reads every referenced object. Only API failures are errors here;
 // what is missing is judged by Resolve.
 func (r *Reconciler) inputs(ctx context.Context, a *omniav1.AgentRuntime) (Inputs, error) {
-	in := Inputs{Agent: a, Providers: map[string]*omniav1.Provider{}, Secrets: map[string]*corev1.Secret{}}
+	in := Inputs{Agent: a, Providers: map[string]*omniav1.Provider{}, Secrets: map[string]*corev1.Secret{}, SkillSources: map[string]*omniav1.SkillSource{}}
 	var packs omniav1.PromptPackList
 	if err := r.Client.List(ctx, &packs, client.InNamespace(a.Namespace), client.MatchingFields{index.PackName: a.Spec.PromptPackRef.Name}); err != nil {
 		return in, fmt.Errorf("list PromptPacks %s/%s: %w", a.Namespace, a.Spec.PromptPackRef.Name, err)
 	}
 	in.Packs = packs.Items
+	if err := r.skillSources(ctx, &in); err != nil {
+		return in, err
+	}
 	if ref := a.Spec.ToolRegistryRef; ref != nil && (ref.Namespace == nil || *ref.Namespace == "" || *ref.Namespace == a.Namespace) {
 		tr := &omniav1.ToolRegistry{}
 		if found, err := r.get(ctx, a.Namespace, ref.Name, tr); err != nil {
