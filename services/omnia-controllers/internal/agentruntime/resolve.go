@@ -122,7 +122,9 @@ func Resolve(in Inputs, conds *[]metav1.Condition, now metav1.Time) Resolution {
 	if !r.pack() {
 		return r.res
 	}
-	r.skills()
+	if !r.skills() {
+		return r.res
+	}
 	r.registry()
 	r.tools()
 	if !r.providers() {

@@ -254,7 +254,7 @@ func (d *decider) buildCandidate(image string, stableTools *ToolSet) candidateBu
 	res := Resolve(ci.in, &conds, d.t)
 	if !res.Usable {
 		why := "candidate cannot be built"
-		for _, typ := range []string{omniav1.ConditionPromptPackReady, omniav1.ConditionProviderReady} {
+		for _, typ := range []string{omniav1.ConditionPromptPackReady, omniav1.ConditionSkillsReady, omniav1.ConditionProviderReady} {
 			if c := meta.FindStatusCondition(conds, typ); c != nil && c.Status == metav1.ConditionFalse {
 				why += ": " + c.Message
 				break

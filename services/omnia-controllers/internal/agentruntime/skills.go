@@ -18,12 +18,13 @@ import (
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/promptpack"
 )
 
 // This file hands the skills of the PromptPack version an agent runs to
 // its pods (docs/omnia-controllers.md, "Skills reach the pod"): the
-// pack's status.skills, each checked against its SkillSource, become one
-// projected volume of the SkillSources' ConfigMaps, by reference, so the
+// pack's spec.skills, resolved against the SkillSources as the PromptPack
+// controller resolves them, become one projected volume of the SkillSources' ConfigMaps, by reference, so the
 // runtime finds every skill at <SkillsMountPath>/<group>/<name>/SKILL.md.
 // The content is never copied: the kubelet reads it.
 
@@ -53,78 +54,69 @@ type SkillSet struct {
 	Digest string
 	// mounts are the skill documents to mount, by path.
 	mounts []skillMount
-	// unusable names what was left out, and why, sorted.
+	// unusable says why no skill is mounted, sorted; empty when all are.
 	unusable []string
+	// pending names the SkillSources their controller has not judged
+	// yet (for their current spec): the agent waits for them.
+	pending []string
 }
 
-// BuildSkillSet judges the skills pack resolved to (status.skills, which
-// its controller sets only when the whole set resolved) against sources,
-// the SkillSources of the pack's namespace by name (nil: missing). A
-// skill is mounted only when its SkillSource is Ready for its current
-// spec and still offers it under the same key: the kubelet would fail to
-// start a pod that projects a key the ConfigMap lacks. The rest are left
-// out and named. nil when the pack declares no skills.
+// BuildSkillSet resolves the skills of pack's spec.skills against
+// sources, the SkillSources of its namespace by name (nil: missing), with
+// the PromptPack controller's own resolution (promptpack.ResolveSkills),
+// so the pods get the set the pack's status.skills lists. It resolves
+// from the agent's own read of the SkillSources rather than copying
+// status.skills: that status is written by another controller and lags
+// the SkillSources the agent sees, so an agent built between the two
+// would roll twice. As in the pack's status, a partial or ambiguous set
+// is never offered: a SkillSource missing or not Ready, an included skill
+// it lacks, a name two sources supply, or a skill allowing a tool
+// pack.json does not declare (the pack's SkillToolsResolved) mounts none,
+// and unusable says why. nil when the pack declares no skills.
 func BuildSkillSet(pack *omniav1.PromptPack, sources map[string]*omniav1.SkillSource) *SkillSet {
 	if pack == nil || len(pack.Spec.Skills) == 0 {
 		return nil
 	}
 	ss := &SkillSet{}
-	bad := map[string]bool{}
-	judge := func(name string) *omniav1.SkillSource {
-		src := sources[name]
-		why := ""
-		switch {
-		case src == nil:
-			why = fmt.Sprintf("SkillSource %q does not exist", name)
-		case !src.IsSynced():
-			why = fmt.Sprintf("SkillSource %q is not Ready (phase %s)", name, phaseOr(string(src.Status.Phase)))
-			if c := meta.FindStatusCondition(src.Status.Conditions, omniav1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse {
-				why += ": " + c.Reason
-			}
+	seen := map[string]bool{}
+	for _, ref := range pack.Spec.Skills {
+		src := sources[ref.Source]
+		if src == nil || seen[ref.Source] || src.IsSynced() {
+			continue
 		}
-		if why != "" {
-			if !bad[name] {
-				bad[name] = true
-				ss.unusable = append(ss.unusable, why)
-			}
-			return nil
-		}
-		return src
-	}
-	if len(pack.Status.Skills) == 0 {
-		// The pack's controller offers no partial set: name why, and each
-		// source at fault.
-		why := fmt.Sprintf("PromptPack %s offers no resolved skills", pack.Name)
-		for _, typ := range []string{omniav1.ConditionSkillsResolved, omniav1.ConditionSkillsValid, omniav1.ConditionSkillToolsResolved} {
-			if c := meta.FindStatusCondition(pack.Status.Conditions, typ); c != nil && c.Status == metav1.ConditionFalse {
-				why += " (" + typ + ": " + c.Message + ")"
-				break
-			}
-		}
-		ss.unusable = append(ss.unusable, why)
-		for _, ref := range pack.Spec.Skills {
-			judge(ref.Source)
+		seen[ref.Source] = true
+		if src.Status.ObservedGeneration != src.Generation || src.Status.Phase == "" || src.Status.Phase == omniav1.SkillSourcePhasePending {
+			ss.pending = append(ss.pending, ref.Source)
 		}
 	}
-	h := sha256.New()
+	if len(ss.pending) > 0 {
+		return ss
+	}
+	res := promptpack.ResolveSkills(pack.Spec.Skills, sources, nil)
+	ss.unusable = append(append(ss.unusable, res.Problems...), res.Collisions...)
+	if c := meta.FindStatusCondition(pack.Status.Conditions, omniav1.ConditionSkillToolsResolved); c != nil && c.Status == metav1.ConditionFalse {
+		ss.unusable = append(ss.unusable, fmt.Sprintf("PromptPack %s: %s", pack.Name, c.Message))
+	}
+	var mounts []skillMount
 	used := map[string]bool{}
-	for _, rs := range pack.Status.Skills {
-		src := judge(rs.Source)
-		if src == nil {
-			continue
-		}
-		if !offers(src, rs) {
-			ss.unusable = append(ss.unusable, fmt.Sprintf("SkillSource %q no longer offers skill %q under key %q", rs.Source, rs.Name, rs.Key))
-			continue
-		}
+	for _, rs := range res.Skills {
 		if why := skillPathProblem(rs); why != "" {
 			ss.unusable = append(ss.unusable, why)
 			continue
 		}
-		m := skillMount{configMap: src.Spec.ConfigMapRef.Name, key: rs.Key, path: rs.Group + "/" + rs.Name + "/" + omniav1.SkillDocumentKey}
-		ss.mounts = append(ss.mounts, m)
-		fmt.Fprintf(h, "skill\x00%s\x00%s\x00%s\x00%s\x00", rs.Source, m.configMap, m.key, m.path)
+		m := skillMount{configMap: sources[rs.Source].Spec.ConfigMapRef.Name, key: rs.Key, path: rs.Group + "/" + rs.Name + "/" + omniav1.SkillDocumentKey}
+		mounts = append(mounts, m)
 		used[rs.Source] = true
+	}
+	sort.Strings(ss.unusable)
+	if len(ss.unusable) > 0 || len(mounts) == 0 {
+		return ss
+	}
+	sort.Slice(mounts, func(i, j int) bool { return mounts[i].path < mounts[j].path })
+	ss.mounts = mounts
+	h := sha256.New()
+	for _, m := range mounts {
+		fmt.Fprintf(h, "skill\x00%s\x00%s\x00%s\x00", m.configMap, m.key, m.path)
 	}
 	srcs := make([]string, 0, len(used))
 	for s := range used {
@@ -136,22 +128,8 @@ func BuildSkillSet(pack *omniav1.PromptPack, sources map[string]*omniav1.SkillSo
 	for _, s := range srcs {
 		fmt.Fprintf(h, "source\x00%s\x00%s\x00", s, sources[s].Status.ContentChecksum)
 	}
-	sort.Slice(ss.mounts, func(i, j int) bool { return ss.mounts[i].path < ss.mounts[j].path })
-	sort.Strings(ss.unusable)
-	if len(ss.mounts) > 0 {
-		ss.Digest = hex.EncodeToString(h.Sum(nil))
-	}
+	ss.Digest = hex.EncodeToString(h.Sum(nil))
 	return ss
-}
-
-// offers reports whether the SkillSource lists the skill under its key.
-func offers(src *omniav1.SkillSource, rs omniav1.ResolvedSkill) bool {
-	for _, s := range src.Status.Skills {
-		if s.Name == rs.Name {
-			return s.Key == rs.Key
-		}
-	}
-	return false
 }
 
 // skillPathProblem says why a resolved skill cannot be a path of the
@@ -192,38 +170,38 @@ func (ss *SkillSet) volume() corev1.Volume {
 func (ss *SkillSet) mounted() bool { return ss != nil && len(ss.mounts) > 0 }
 
 // skills sets SkillsReady and the resolution's skill set once the pack
-// resolved; a pack without skills carries no condition.
-func (r *resolver) skills() {
+// resolved; a pack without skills carries no condition. It reports
+// false, the agent Pending, while a SkillSource the pack names has not
+// been judged yet: a Deployment built then would roll again moments
+// later. The SkillSource watch brings the pass back.
+func (r *resolver) skills() bool {
 	ss := BuildSkillSet(r.res.Pack, r.in.SkillSources)
 	r.res.Skills = ss
-	if ss == nil {
+	switch {
+	case ss == nil:
 		meta.RemoveStatusCondition(r.conds, omniav1.ConditionSkillsReady)
-		return
-	}
-	if len(ss.unusable) == 0 {
+	case len(ss.pending) > 0:
+		return r.fail(omniav1.AgentRuntimePhasePending, false, omniav1.ConditionSkillsReady, omniav1.ReasonSkillSourcePending,
+			fmt.Sprintf("waiting for SkillSource(s) %s to be synced", strings.Join(ss.pending, ", ")))
+	case len(ss.unusable) == 0:
 		r.set(omniav1.ConditionSkillsReady, metav1.ConditionTrue, omniav1.ReasonSkillsMounted, fmt.Sprintf("%d skill(s) mounted", len(ss.mounts)))
-		return
+	default:
+		msg := "no skill mounted: " + strings.Join(ss.unusable, "; ")
+		if r.set(omniav1.ConditionSkillsReady, metav1.ConditionFalse, omniav1.ReasonSkillsNotReady, msg) {
+			r.res.Events = append(r.res.Events, Event{Reason: omniav1.EventSkillsNotReady, Message: msg})
+		}
 	}
-	msg := fmt.Sprintf("%d skill(s) mounted; left out: %s", len(ss.mounts), strings.Join(ss.unusable, "; "))
-	if r.set(omniav1.ConditionSkillsReady, metav1.ConditionFalse, omniav1.ReasonSkillsNotReady, msg) {
-		r.res.Events = append(r.res.Events, Event{Reason: omniav1.EventSkillsNotReady, Message: msg})
-	}
+	return true
 }
 
-// skillSources reads the SkillSources the agent's pack versions name, in
-// spec or status, from the cache; one not found is judged by
+// skillSources reads the SkillSources the agent's pack versions name in
+// spec.skills, from the cache; one not found is judged by
 // BuildSkillSet.
 func (r *Reconciler) skillSources(ctx context.Context, in *Inputs) error {
 	for i := range in.Packs {
 		p := &in.Packs[i]
-		names := make([]string, 0, len(p.Spec.Skills)+len(p.Status.Skills))
 		for _, ref := range p.Spec.Skills {
-			names = append(names, ref.Source)
-		}
-		for _, rs := range p.Status.Skills {
-			names = append(names, rs.Source)
-		}
-		for _, name := range names {
+			name := ref.Source
 			if _, done := in.SkillSources[name]; done {
 				continue
 			}

@@ -25,17 +25,19 @@ func skillSource(name, checksum string, skills ...string) *omniav1.SkillSource {
 	return s
 }
 
-// skilled is a pack whose spec.skills name the sources and whose status
-// lists the skills, each "<source>/<skill>" grouped under its source.
+// skilled is a pack whose spec.skills take each "<source>/<skill>" from
+// its source, grouped under the source's name.
 func skilled(p omniav1.PromptPack, skills ...string) omniav1.PromptPack {
-	seen := map[string]bool{}
-	for _, s := range skills {
-		src, name, _ := strings.Cut(s, "/")
-		if !seen[src] {
-			seen[src] = true
+	at := map[string]int{}
+	for _, sk := range skills {
+		src, name, _ := strings.Cut(sk, "/")
+		i, ok := at[src]
+		if !ok {
+			i = len(p.Spec.Skills)
+			at[src] = i
 			p.Spec.Skills = append(p.Spec.Skills, omniav1.SkillRef{Source: src})
 		}
-		p.Status.Skills = append(p.Status.Skills, omniav1.ResolvedSkill{Name: name, Source: src, Group: src, Key: name + ".SKILL.md"})
+		p.Spec.Skills[i].Include = append(p.Spec.Skills[i].Include, name)
 	}
 	return p
 }
@@ -66,15 +68,12 @@ func items(v corev1.Volume) []string {
 // docs/omnia-controllers.md ("Skills reach the pod").
 func TestBuildSkillSet(t *testing.T) {
 	base := ppack("support-v1", "1.0.0", omniav1.PromptPackPhaseActive)
-	notReady := skillSource("faq", "sha256:f", "returns")
-	notReady.Status.Phase = omniav1.SkillSourcePhaseError
-	notReady.Status.Conditions = []metav1.Condition{{Type: omniav1.ConditionReady, Status: metav1.ConditionFalse, Reason: omniav1.ReasonInvalidSkillDocument}}
-	stale := skillSource("faq", "sha256:f", "returns")
-	stale.Generation = 2
-	unresolved := skilled(base)
-	unresolved.Spec.Skills = []omniav1.SkillRef{{Source: "faq"}}
-	unresolved.Status.Conditions = []metav1.Condition{{Type: omniav1.ConditionSkillsResolved, Status: metav1.ConditionFalse,
-		Reason: omniav1.ReasonLookupFailed, Message: `SkillSource "faq" is not Ready`}}
+	withSrc := func(name string, mut func(*omniav1.SkillSource), skills ...string) *omniav1.SkillSource {
+		s := skillSource(name, "sha256:"+name, skills...)
+		mut(s)
+		return s
+	}
+	broken := withSrc("faq", func(s *omniav1.SkillSource) { s.Status.Phase, s.Status.Skills = omniav1.SkillSourcePhaseError, nil })
 	cases := []struct {
 		name     string
 		pack     omniav1.PromptPack
@@ -82,39 +81,45 @@ func TestBuildSkillSet(t *testing.T) {
 		nilSet   bool
 		want     []string // items of the volume
 		unusable []string // fragments, one per unusable entry, in order
+		pending  []string
 	}{
-		{"a pack without skills: no skill set", base, nil, true, nil, nil},
+		{"a pack without skills: no skill set", base, nil, true, nil, nil, nil},
 		{"every resolved skill is projected from its source's ConfigMap, by reference, at <group>/<name>/SKILL.md, optional",
 			skilled(base, "faq/returns", "faq/refunds", "ops/triage"),
-			sources(skillSource("faq", "sha256:f", "refunds", "returns"), skillSource("ops", "sha256:o", "triage")), false,
+			sources(skillSource("faq", "sha256:f", "refunds", "returns", "unused"), skillSource("ops", "sha256:o", "triage")), false,
 			[]string{"faq-cm:refunds.SKILL.md=faq/refunds/SKILL.md", "faq-cm:returns.SKILL.md=faq/returns/SKILL.md",
-				"ops-cm:triage.SKILL.md=ops/triage/SKILL.md"}, nil},
+				"ops-cm:triage.SKILL.md=ops/triage/SKILL.md"}, nil, nil},
 		{"a skill is grouped under its mountAs, not its source's name",
 			func() omniav1.PromptPack {
 				p := skilled(base, "faq/returns")
-				p.Status.Skills[0].Group = "support"
+				p.Spec.Skills[0].MountAs = "support"
 				return p
 			}(), sources(skillSource("faq", "sha256:f", "returns")), false,
-			[]string{"faq-cm:returns.SKILL.md=support/returns/SKILL.md"}, nil},
-		{"a SkillSource that is not Ready: its skills are left out and it is named with its reason; the others mount",
-			skilled(base, "faq/returns", "ops/triage"), sources(notReady, skillSource("ops", "sha256:o", "triage")), false,
-			[]string{"ops-cm:triage.SKILL.md=ops/triage/SKILL.md"}, []string{`SkillSource "faq" is not Ready (phase Error): InvalidSkillDocument`}},
-		{"a SkillSource not yet synced with its spec counts as not Ready",
-			skilled(base, "faq/returns"), sources(stale), false, nil, []string{`SkillSource "faq" is not Ready`}},
-		{"a SkillSource that does not exist is named",
-			skilled(base, "faq/returns"), nil, false, nil, []string{`SkillSource "faq" does not exist`}},
-		{"a SkillSource that no longer offers the skill under that key (the pack not yet re-resolved) is named",
-			skilled(base, "faq/returns"), sources(skillSource("faq", "sha256:f", "refunds")), false, nil,
-			[]string{`SkillSource "faq" no longer offers skill "returns"`}},
-		{"a pack declaring skills that resolved none: the pack's reason and the source at fault are named",
-			unresolved, sources(notReady), false, nil,
-			[]string{`PromptPack support-v1 offers no resolved skills (SkillsResolved: SkillSource "faq" is not Ready)`, `SkillSource "faq" is not Ready`}},
-		{"a group or name that is not a directory name is left out, not mounted outside the skills root",
+			[]string{"faq-cm:returns.SKILL.md=support/returns/SKILL.md"}, nil, nil},
+		{"a SkillSource in Error: no skill at all is mounted (never a partial set), and the source is named",
+			skilled(base, "faq/returns", "ops/triage"), sources(broken, skillSource("ops", "sha256:o", "triage")), false,
+			nil, []string{`SkillSource "faq" has no synced content yet`}, nil},
+		{"a SkillSource that does not exist is named", skilled(base, "faq/returns"), nil, false, nil, []string{`SkillSource "faq" not found`}, nil},
+		{"an included skill the source lacks is named", skilled(base, "faq/returns"), sources(skillSource("faq", "sha256:f", "refunds")), false,
+			nil, []string{`SkillSource "faq" has no skill "returns"`}, nil},
+		{"one skill name from two sources is named", skilled(base, "faq/returns", "ops/returns"),
+			sources(skillSource("faq", "sha256:f", "returns"), skillSource("ops", "sha256:o", "returns")), false,
+			nil, []string{`skill "returns" is supplied by SkillSources faq, ops`}, nil},
+		{"a pack whose skills allow tools pack.json lacks (SkillToolsResolved=False) mounts none and says so",
 			func() omniav1.PromptPack {
 				p := skilled(base, "faq/returns")
-				p.Status.Skills[0].Group = "../etc"
+				p.Status.Conditions = []metav1.Condition{{Type: omniav1.ConditionSkillToolsResolved, Status: metav1.ConditionFalse,
+					Reason: omniav1.ReasonUnknownTool, Message: "skills allow tools pack.json does not declare: returns:refund"}}
 				return p
-			}(), sources(skillSource("faq", "sha256:f", "returns")), false, nil, []string{`group "../etc" is not a directory name`}},
+			}(), sources(skillSource("faq", "sha256:f", "returns")), false, nil, []string{"PromptPack support-v1: skills allow tools"}, nil},
+		{"a skill name that is not a directory name is left out, not mounted outside the skills root",
+			skilled(base, "faq/.."), sources(skillSource("faq", "sha256:f", "..")), false, nil, []string{`name ".." is not a directory name`}, nil},
+		{"a SkillSource not judged yet (no phase, Pending, or an older generation) is pending: the agent waits",
+			skilled(base, "a/x", "b/x", "c/x", "d/x"),
+			sources(withSrc("a", func(s *omniav1.SkillSource) { s.Status = omniav1.SkillSourceStatus{} }),
+				withSrc("b", func(s *omniav1.SkillSource) { s.Status.Phase = omniav1.SkillSourcePhasePending }),
+				withSrc("c", func(s *omniav1.SkillSource) { s.Generation = 2 }, "x"),
+				withSrc("d", func(s *omniav1.SkillSource) {}, "x")), false, nil, nil, []string{"a", "b", "c"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,10 +138,13 @@ func TestBuildSkillSet(t *testing.T) {
 				got = items(ss.volume())
 			}
 			if !slices.Equal(got, tc.want) {
-				t.Fatalf("items %v, want %v", got, tc.want)
+				t.Fatalf("items %v, want %v (unusable %q)", got, tc.want, ss.unusable)
 			}
 			if (ss.Digest != "") != ss.mounted() {
 				t.Fatalf("digest %q with %d mounts", ss.Digest, len(ss.mounts))
+			}
+			if !slices.Equal(ss.pending, tc.pending) {
+				t.Fatalf("pending %v, want %v", ss.pending, tc.pending)
 			}
 			if len(ss.unusable) != len(tc.unusable) {
 				t.Fatalf("unusable %q, want %d entries like %q", ss.unusable, len(tc.unusable), tc.unusable)
@@ -147,6 +155,23 @@ func TestBuildSkillSet(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSkillSourcePendingWaits: while a SkillSource the pack names has not
+// been judged, the agent is Pending with SkillsReady=False naming it, no
+// error (its watch brings the pass), and nothing is built.
+func TestSkillSourcePendingWaits(t *testing.T) {
+	in := inputs(agentSpec(nil), []omniav1.PromptPack{skilled(ppack("v1", "1.0.0", omniav1.PromptPackPhaseActive), "faq/returns")}, readyProvider(nil))
+	pending := skillSource("faq", "")
+	pending.Status = omniav1.SkillSourceStatus{}
+	in.SkillSources = sources(pending)
+	var conds []metav1.Condition
+	res := Resolve(in, &conds, t0)
+	c := meta.FindStatusCondition(conds, omniav1.ConditionSkillsReady)
+	if res.Usable || res.Phase != omniav1.AgentRuntimePhasePending || res.Retry != nil ||
+		c == nil || c.Reason != omniav1.ReasonSkillSourcePending || !strings.Contains(c.Message, "faq") {
+		t.Fatalf("usable %v phase %s retry %v SkillsReady %+v", res.Usable, res.Phase, res.Retry, c)
 	}
 }
 
@@ -177,7 +202,7 @@ func TestSkillSetDigest(t *testing.T) {
 			func() *omniav1.SkillSource { return skillSource("faq", "sha256:1", "refunds", "returns") }, false},
 		{"another group rolls", func() omniav1.PromptPack {
 			p := skilled(ppack("support-v1", "1.0.0", omniav1.PromptPackPhaseActive), "faq/returns")
-			p.Status.Skills[0].Group = "support"
+			p.Spec.Skills[0].MountAs = "support"
 			return p
 		}(), func() *omniav1.SkillSource { return skillSource("faq", "sha256:1", "returns") }, false},
 	} {
