@@ -96,11 +96,11 @@ func RuntimeImage(a *omniav1.AgentRuntime, cfg Config) (string, error) {
 }
 
 // ConfigHash digests every input of the pod that is not already spelled
-// out in the template: the pack's content, the tools file's content,
-// the providers' settings and their credential Secrets' data. Only a hash
-// of Secret data is kept, never a value. The policies in force are in
-// the template's env already; they are hashed too so that the annotation
-// alone tells every change of what the runtime was given.
+// out in the template: the pack's content, the skills' content, the tools
+// file's content, the providers' settings and their credential Secrets'
+// data. Only a hash of Secret data is kept, never a value. The policies
+// in force are in the template's env already; they are hashed too so that
+// the annotation alone tells every change of what the runtime was given.
 func ConfigHash(in Inputs, res Resolution) string {
 	h := sha256.New()
 	w := func(parts ...string) {
@@ -114,6 +114,11 @@ func ConfigHash(in Inputs, res Resolution) string {
 		if p.IsLive() {
 			w(p.Spec.Source.Live.URL)
 		}
+	}
+	// The skills mounted and their sources' content, nothing when none
+	// is, so an agent without skills keeps its hash (skills.go).
+	if ss := res.Skills; ss.mounted() {
+		w("skills", ss.Digest)
 	}
 	// The tool set's content, not the registry's generation: a registry
 	// edit that leaves the tools as they were rolls nothing (tools.go).
@@ -214,6 +219,11 @@ func BuildDeployment(in Inputs, res Resolution, cfg Config, image string) (*apps
 		volumes = append(volumes, corev1.Volume{Name: PackVolumeName, VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: pack.Spec.Source.ConfigMapRef.Name}}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: PackVolumeName, MountPath: PackMountPath, ReadOnly: true})
+	}
+	if ss := res.Skills; ss.mounted() {
+		env = append(env, corev1.EnvVar{Name: EnvSkillsPath, Value: SkillsMountPath})
+		volumes = append(volumes, ss.volume())
+		mounts = append(mounts, corev1.VolumeMount{Name: SkillsVolumeName, MountPath: SkillsMountPath, ReadOnly: true})
 	}
 	if ts := res.Tools; ts != nil {
 		env = append(env, corev1.EnvVar{Name: EnvToolsPath, Value: ToolsPath})

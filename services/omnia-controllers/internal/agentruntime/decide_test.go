@@ -96,7 +96,11 @@ func written(s snapshot, p plan) snapshot {
 			if gone {
 				o = nil
 			}
-			next.live.tools.obj = o
+			if w.obj.GetName() == CandidateToolsConfigMapName(s.in.Agent.Name) {
+				next.live.candidateTools.obj = o
+			} else {
+				next.live.tools.obj = o
+			}
 		case *unstructured.Unstructured:
 			if gone {
 				o = nil

@@ -47,6 +47,10 @@ type Inputs struct {
 	// (NamespaceWorkspace); nil for the many namespaces without one. Its
 	// name, runtime defaults and service-group autoscaling shape the pods.
 	Workspace *omniav1.Workspace
+	// SkillSources are the SkillSources the pack versions name, by name;
+	// a nil value means it does not exist. The resolved pack's skills are
+	// judged against them (skills.go).
+	SkillSources map[string]*omniav1.SkillSource
 	// SessionPolicies and MemoryPolicies are the namespace's policies of
 	// each kind; the one in force for the agent reaches its pods
 	// (policies.go).
@@ -78,6 +82,9 @@ type Resolution struct {
 	Registry *omniav1.ToolRegistry
 	// Tools is what the pods get of Registry (tools.go); nil without one.
 	Tools *ToolSet
+	// Skills is what the pods get of the pack's skills (skills.go); nil
+	// when the pack declares none.
+	Skills *SkillSet
 	// Providers are the usable providers in spec order.
 	Providers []ResolvedProvider
 	// Events to emit (Warning), once per condition transition.
@@ -113,6 +120,9 @@ func (r *resolver) set(typ string, status metav1.ConditionStatus, reason, msg st
 func Resolve(in Inputs, conds *[]metav1.Condition, now metav1.Time) Resolution {
 	r := &resolver{in: in, conds: conds, now: now}
 	if !r.pack() {
+		return r.res
+	}
+	if !r.skills() {
 		return r.res
 	}
 	r.registry()

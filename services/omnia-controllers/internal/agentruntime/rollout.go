@@ -144,6 +144,11 @@ func (d *decider) activeRollout(res Resolution, image string, stable *appsv1.Dep
 	if split.Candidate != nil {
 		cand.Spec.Replicas = split.Candidate
 	}
+	// The candidate's own tools file goes first, as the stable one does:
+	// its pods mount it.
+	if err := d.candidateToolsConfigMap(cb.tools); err != nil {
+		return rolloutResult{}, err
+	}
 	// No HPA targets the candidate: one found at zero (the idle deadline
 	// held it there) restarts from a single replica.
 	if _, err := d.deployment(cand, live, 1); err != nil {
@@ -220,6 +225,8 @@ type candidateBuild struct {
 	// dep is the desired candidate Deployment; nil when an input is not
 	// usable.
 	dep *appsv1.Deployment
+	// tools is the tool set dep mounts (candidateTools); nil for none.
+	tools *ToolSet
 	// why says which input, when dep is nil.
 	why string
 	// retry is the backoff error for a missing object, when dep is nil.
@@ -228,9 +235,9 @@ type candidateBuild struct {
 
 // buildCandidate resolves the candidate's own inputs — the spec with the
 // candidate's overrides — exactly as the stable ones are resolved, and
-// builds its Deployment. stableTools is the stable side's tool set: both
-// Deployments mount the one tools ConfigMap, so a candidate whose tool set
-// differs gets no tools file (see candidateTools).
+// builds its Deployment. stableTools is the stable side's tool set: a
+// candidate whose tool set is the same mounts the stable tools ConfigMap,
+// one whose tool set differs its own (see candidateTools).
 func (d *decider) buildCandidate(image string, stableTools *ToolSet) candidateBuild {
 	ci := d.s.candidate
 	if ci == nil {
@@ -247,7 +254,7 @@ func (d *decider) buildCandidate(image string, stableTools *ToolSet) candidateBu
 	res := Resolve(ci.in, &conds, d.t)
 	if !res.Usable {
 		why := "candidate cannot be built"
-		for _, typ := range []string{omniav1.ConditionPromptPackReady, omniav1.ConditionProviderReady} {
+		for _, typ := range []string{omniav1.ConditionPromptPackReady, omniav1.ConditionSkillsReady, omniav1.ConditionProviderReady} {
 			if c := meta.FindStatusCondition(conds, typ); c != nil && c.Status == metav1.ConditionFalse {
 				why += ": " + c.Message
 				break
@@ -255,13 +262,13 @@ func (d *decider) buildCandidate(image string, stableTools *ToolSet) candidateBu
 		}
 		return candidateBuild{why: why, retry: res.Retry}
 	}
-	res.Tools = candidateTools(res.Tools, stableTools)
+	res.Tools = candidateTools(res.Tools, stableTools, d.a.Name)
 	dep, err := BuildDeployment(ci.in, res, d.s.cfg, image)
 	if err != nil {
 		return candidateBuild{why: "candidate cannot be built: " + err.Error()}
 	}
 	asCandidate(dep, d.a.Name)
-	return candidateBuild{dep: dep}
+	return candidateBuild{dep: dep, tools: res.Tools}
 }
 
 // asCandidate turns a built Deployment into the candidate: its own name,
@@ -286,14 +293,17 @@ func asCandidate(d *appsv1.Deployment, agent string) {
 }
 
 // deleteCandidate plans the delete of the candidate Deployment if this
-// agent owns one.
+// agent owns one, then of the candidate's own tools ConfigMap, which its
+// pods mounted.
 func (d *decider) deleteCandidate() error {
 	live := d.s.live.candidate
-	if live.err != nil || live.obj == nil || !d.controls(live.obj) {
+	if live.err != nil {
 		return live.err
 	}
-	if o := d.do(write{op: opDelete, obj: live.obj.DeepCopy(), background: true}); client.IgnoreNotFound(o.err) != nil {
-		return fmt.Errorf("delete Deployment %s/%s: %w", live.obj.Namespace, live.obj.Name, o.err)
+	if live.obj != nil && d.controls(live.obj) {
+		if o := d.do(write{op: opDelete, obj: live.obj.DeepCopy(), background: true}); client.IgnoreNotFound(o.err) != nil {
+			return fmt.Errorf("delete Deployment %s/%s: %w", live.obj.Namespace, live.obj.Name, o.err)
+		}
 	}
-	return nil
+	return d.candidateToolsConfigMap(nil)
 }

@@ -74,7 +74,11 @@ type liveObjects struct {
 	hpa       found[*autoscalingv2.HorizontalPodAutoscaler]
 	jwks      found[*corev1.Secret]
 	// tools is read from the API server: ConfigMaps are never cached.
-	tools found[*corev1.ConfigMap]
+	// candidateTools is the rollout candidate's own, read the same way
+	// and always, not only during a rollout: the one a finished rollout
+	// left behind is deleted with the candidate.
+	tools          found[*corev1.ConfigMap]
+	candidateTools found[*corev1.ConfigMap]
 	// scaledObject is the KEDA ScaledObject, read only when the kind is
 	// served and watched, or the agent wants one (readScaledObject).
 	scaledObject found[*unstructured.Unstructured]
@@ -109,16 +113,17 @@ func (r *Reconciler) snapshot(ctx context.Context, a *omniav1.AgentRuntime, now 
 		s.candidate = &candidateInputs{in: in, err: err}
 	}
 	s.live = liveObjects{
-		stable:        read(ctx, r, a.Namespace, a.Name, &appsv1.Deployment{}),
-		candidate:     read(ctx, r, a.Namespace, a.Name+CandidateSuffix, &appsv1.Deployment{}),
-		service:       read(ctx, r, a.Namespace, a.Name, &corev1.Service{}),
-		hpa:           read(ctx, r, a.Namespace, a.Name, &autoscalingv2.HorizontalPodAutoscaler{}),
-		jwks:          read(ctx, r, a.Namespace, JWKSSecretName(a.Name), &corev1.Secret{}),
-		tools:         read(ctx, r, a.Namespace, ToolsConfigMapName(a.Name), &corev1.ConfigMap{}),
-		facadeSA:      read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &corev1.ServiceAccount{}),
-		facadeRole:    read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &rbacv1.Role{}),
-		facadeBinding: read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &rbacv1.RoleBinding{}),
-		pdb:           read(ctx, r, a.Namespace, a.Name, &policyv1.PodDisruptionBudget{}),
+		stable:         read(ctx, r, a.Namespace, a.Name, &appsv1.Deployment{}),
+		candidate:      read(ctx, r, a.Namespace, a.Name+CandidateSuffix, &appsv1.Deployment{}),
+		service:        read(ctx, r, a.Namespace, a.Name, &corev1.Service{}),
+		hpa:            read(ctx, r, a.Namespace, a.Name, &autoscalingv2.HorizontalPodAutoscaler{}),
+		jwks:           read(ctx, r, a.Namespace, JWKSSecretName(a.Name), &corev1.Secret{}),
+		tools:          read(ctx, r, a.Namespace, ToolsConfigMapName(a.Name), &corev1.ConfigMap{}),
+		candidateTools: read(ctx, r, a.Namespace, CandidateToolsConfigMapName(a.Name), &corev1.ConfigMap{}),
+		facadeSA:       read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &corev1.ServiceAccount{}),
+		facadeRole:     read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &rbacv1.Role{}),
+		facadeBinding:  read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &rbacv1.RoleBinding{}),
+		pdb:            read(ctx, r, a.Namespace, a.Name, &policyv1.PodDisruptionBudget{}),
 	}
 	if s.live.scaledObject, s.kedaServed, err = r.readScaledObject(ctx, a, kedaWanted(s.in)); err != nil {
 		return s, err
@@ -138,12 +143,15 @@ func read[T client.Object](ctx context.Context, r *Reconciler, ns, name string, 
 // inputs reads every referenced object. Only API failures are errors here;
 // what is missing is judged by Resolve.
 func (r *Reconciler) inputs(ctx context.Context, a *omniav1.AgentRuntime) (Inputs, error) {
-	in := Inputs{Agent: a, Providers: map[string]*omniav1.Provider{}, Secrets: map[string]*corev1.Secret{}}
+	in := Inputs{Agent: a, Providers: map[string]*omniav1.Provider{}, Secrets: map[string]*corev1.Secret{}, SkillSources: map[string]*omniav1.SkillSource{}}
 	var packs omniav1.PromptPackList
 	if err := r.Client.List(ctx, &packs, client.InNamespace(a.Namespace), client.MatchingFields{index.PackName: a.Spec.PromptPackRef.Name}); err != nil {
 		return in, fmt.Errorf("list PromptPacks %s/%s: %w", a.Namespace, a.Spec.PromptPackRef.Name, err)
 	}
 	in.Packs = packs.Items
+	if err := r.skillSources(ctx, &in); err != nil {
+		return in, err
+	}
 	if ref := a.Spec.ToolRegistryRef; ref != nil && (ref.Namespace == nil || *ref.Namespace == "" || *ref.Namespace == a.Namespace) {
 		tr := &omniav1.ToolRegistry{}
 		if found, err := r.get(ctx, a.Namespace, ref.Name, tr); err != nil {

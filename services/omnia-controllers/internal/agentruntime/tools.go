@@ -40,12 +40,26 @@ const (
 	// ToolSecretsDir holds, under ToolsMountPath, one directory per handler
 	// with the keys of its auth Secret.
 	ToolSecretsDir = "secrets"
+	// ToolTokensDir holds, under ToolsMountPath, one directory per
+	// serviceAccount handler with its projected token in ToolTokenFile.
+	ToolTokensDir = "tokens"
+	// ToolTokenFile is the file name of a handler's projected token.
+	ToolTokenFile = "token"
+	// ToolTokenExpirationSeconds is the lifetime asked for a handler's
+	// projected service account token. The kubelet rotates the file
+	// before it expires (at 80% of its life), so the runtime reads it
+	// anew for each call; an hour bounds what a leaked token allows.
+	ToolTokenExpirationSeconds = int64(3600)
 	// EnvToolsPath names ToolsPath to the runtime.
 	EnvToolsPath = "OMNIA_TOOLS_PATH"
 )
 
 // ToolsConfigMapName is the ConfigMap holding an agent's tools.json.
 func ToolsConfigMapName(agent string) string { return agent + "-tools" }
+
+// CandidateToolsConfigMapName is the ConfigMap holding a rollout
+// candidate's tools.json while its tool set differs from the stable one.
+func CandidateToolsConfigMapName(agent string) string { return agent + "-candidate-tools" }
 
 // ToolsFile is the content of tools.json. Every list is sorted, so equal
 // inputs give equal bytes.
@@ -77,13 +91,17 @@ type ToolsHandler struct {
 	Sandbox  *omniav1.HandlerSandbox `json:"sandbox,omitempty"`
 }
 
-// ToolsAuth is a handler's authentication. For bearer and basic the
-// credential is not in the file: SecretDir is the directory, in the
-// container, holding the files named in Keys.
+// ToolsAuth is a handler's authentication. The credential is never in the
+// file: for bearer and basic SecretDir is the directory, in the
+// container, holding the files named in Keys; for serviceAccount
+// TokenPath is the file holding the pod's service account token for the
+// handler's audience, which the runtime sends as a bearer token and
+// re-reads for each call (the kubelet rotates it).
 type ToolsAuth struct {
 	Type             omniav1.ToolAuthType          `json:"type"`
 	SecretDir        string                        `json:"secretDir,omitempty"`
 	Keys             []string                      `json:"keys,omitempty"`
+	TokenPath        string                        `json:"tokenPath,omitempty"`
 	ServiceAccount   *omniav1.ServiceAccountAuth   `json:"serviceAccount,omitempty"`
 	WorkloadIdentity *omniav1.WorkloadIdentityAuth `json:"workloadIdentity,omitempty"`
 }
@@ -114,6 +132,12 @@ type toolSecret struct {
 	keys    []string
 }
 
+// toolToken is one serviceAccount handler's projected token.
+type toolToken struct {
+	handler  string
+	audience string
+}
+
 // ToolSet is what the agent's pods get of a resolved ToolRegistry.
 type ToolSet struct {
 	// JSON is tools.json.
@@ -122,6 +146,11 @@ type ToolSet struct {
 	Digest string
 	// secrets are mounted next to tools.json, by handler name.
 	secrets []toolSecret
+	// tokens are projected next to tools.json, by handler name.
+	tokens []toolToken
+	// configMap is the ConfigMap tools.json is mounted from; empty for
+	// the agent's own (ToolsConfigMapName).
+	configMap string
 	// unusable names each Secret left out, and why.
 	unusable []string
 }
@@ -148,15 +177,18 @@ func BuildToolSet(tr *omniav1.ToolRegistry, policies []omniav1.ToolPolicy, secre
 		if !offered[h.Name] {
 			continue
 		}
-		th, sec, why := toolsHandler(h, secrets)
+		th, cred, why := toolsHandler(h, secrets)
 		if why != "" {
 			ts.unusable = append(ts.unusable, why)
 			continue
 		}
 		usable[h.Name] = true
 		f.Handlers = append(f.Handlers, th)
-		if sec != nil {
-			ts.secrets = append(ts.secrets, *sec)
+		if cred.secret != nil {
+			ts.secrets = append(ts.secrets, *cred.secret)
+		}
+		if cred.token != nil {
+			ts.tokens = append(ts.tokens, *cred.token)
 		}
 	}
 	for _, t := range tools {
@@ -177,6 +209,7 @@ func BuildToolSet(tr *omniav1.ToolRegistry, policies []omniav1.ToolPolicy, secre
 	})
 	sort.Slice(f.Policies, func(i, j int) bool { return f.Policies[i].Name < f.Policies[j].Name })
 	sort.Slice(ts.secrets, func(i, j int) bool { return ts.secrets[i].handler < ts.secrets[j].handler })
+	sort.Slice(ts.tokens, func(i, j int) bool { return ts.tokens[i].handler < ts.tokens[j].handler })
 	sort.Strings(ts.unusable)
 	// Marshalling these types cannot fail: no channel, func or cyclic
 	// value, and every raw schema was re-encoded by canonicalJSON.
@@ -186,9 +219,16 @@ func BuildToolSet(tr *omniav1.ToolRegistry, policies []omniav1.ToolPolicy, secre
 	return ts
 }
 
-// toolsHandler is h as tools.json shows it and its Secret to mount, or
-// why the handler cannot be used.
-func toolsHandler(h *omniav1.HandlerDefinition, secrets map[string]*corev1.Secret) (ToolsHandler, *toolSecret, string) {
+// handlerCredential is what a handler's auth adds to the tools volume: a
+// Secret by reference or a projected token; neither for the others.
+type handlerCredential struct {
+	secret *toolSecret
+	token  *toolToken
+}
+
+// toolsHandler is h as tools.json shows it and its credential to mount,
+// or why the handler cannot be used.
+func toolsHandler(h *omniav1.HandlerDefinition, secrets map[string]*corev1.Secret) (ToolsHandler, handlerCredential, string) {
 	th := ToolsHandler{Name: h.Name, Type: h.Type, Endpoint: toolregistry.Endpoint(h), Sandbox: h.Sandbox.DeepCopy(),
 		HTTP: h.HTTPConfig.DeepCopy(), OpenAPI: h.OpenAPIConfig.DeepCopy(), GRPC: h.GRPCConfig.DeepCopy(),
 		MCP: h.MCPConfig.DeepCopy(), Client: h.ClientConfig.DeepCopy(), Platform: h.PlatformConfig.DeepCopy()}
@@ -205,27 +245,37 @@ func toolsHandler(h *omniav1.HandlerDefinition, secrets map[string]*corev1.Secre
 	}
 	auth := h.EffectiveAuth()
 	if auth == nil || auth.Type == "" || auth.Type == omniav1.ToolAuthNone {
-		return th, nil, ""
+		return th, handlerCredential{}, ""
 	}
 	th.Auth = &ToolsAuth{Type: auth.Type, ServiceAccount: auth.ServiceAccount, WorkloadIdentity: auth.WorkloadIdentity}
+	if auth.Type == omniav1.ToolAuthServiceAccount {
+		// The schema requires the block and its audience; a registry
+		// written before that rule could still lack them, and a token
+		// without an audience would be one the API server accepts.
+		if auth.ServiceAccount == nil || auth.ServiceAccount.Audience == "" {
+			return th, handlerCredential{}, fmt.Sprintf("handler %q: auth.serviceAccount.audience is not set", h.Name)
+		}
+		th.Auth.TokenPath = ToolsMountPath + "/" + ToolTokensDir + "/" + h.Name + "/" + ToolTokenFile
+		return th, handlerCredential{token: &toolToken{handler: h.Name, audience: auth.ServiceAccount.Audience}}, ""
+	}
 	if auth.SecretRef == nil || (auth.Type != omniav1.ToolAuthBearer && auth.Type != omniav1.ToolAuthBasic) {
-		return th, nil, ""
+		return th, handlerCredential{}, ""
 	}
 	name := auth.SecretRef.Name
 	keys := secretKeys(auth)
 	s := secrets[name]
 	if s == nil {
-		return th, nil, fmt.Sprintf("handler %q: Secret %q does not exist or is not labelled %s=%s", h.Name, name,
+		return th, handlerCredential{}, fmt.Sprintf("handler %q: Secret %q does not exist or is not labelled %s=%s", h.Name, name,
 			omniav1.LabelType, omniav1.LabelTypeCredentials)
 	}
 	for _, k := range keys {
 		if _, ok := s.Data[k]; !ok {
-			return th, nil, fmt.Sprintf("handler %q: Secret %q has no key %q", h.Name, name, k)
+			return th, handlerCredential{}, fmt.Sprintf("handler %q: Secret %q has no key %q", h.Name, name, k)
 		}
 	}
 	th.Auth.SecretDir = ToolsMountPath + "/" + ToolSecretsDir + "/" + h.Name
 	th.Auth.Keys = keys
-	return th, &toolSecret{handler: h.Name, secret: name, keys: keys}, ""
+	return th, handlerCredential{secret: &toolSecret{handler: h.Name, secret: name, keys: keys}}, ""
 }
 
 // secretKeys are the keys of its Secret a bearer or basic handler reads:
@@ -267,7 +317,7 @@ func canonicalJSON(j *apiextensionsv1.JSON) json.RawMessage {
 // by reference (the kubelet reads them; the controller never does).
 func (ts *ToolSet) volume(agent string) corev1.Volume {
 	srcs := []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{
-		LocalObjectReference: corev1.LocalObjectReference{Name: ToolsConfigMapName(agent)},
+		LocalObjectReference: corev1.LocalObjectReference{Name: ts.configMapName(agent)},
 		Items:                []corev1.KeyToPath{{Key: omniav1.ToolsJSONKey, Path: omniav1.ToolsJSONKey}},
 	}}}
 	for _, s := range ts.secrets {
@@ -278,16 +328,32 @@ func (ts *ToolSet) volume(agent string) corev1.Volume {
 		srcs = append(srcs, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
 			LocalObjectReference: corev1.LocalObjectReference{Name: s.secret}, Items: items}})
 	}
+	// A serviceAccount handler's token: the pod's service account, for
+	// the handler's audience only, issued and rotated by the kubelet.
+	for _, tok := range ts.tokens {
+		srcs = append(srcs, corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+			Audience: tok.audience, ExpirationSeconds: ptr(ToolTokenExpirationSeconds),
+			Path: ToolTokensDir + "/" + tok.handler + "/" + ToolTokenFile}})
+	}
 	// Readable by the pod's group (fsGroup) only, not by every user.
 	return corev1.Volume{Name: ToolsVolumeName, VolumeSource: corev1.VolumeSource{
 		Projected: &corev1.ProjectedVolumeSource{Sources: srcs, DefaultMode: ptr(int32(0o440))}}}
 }
 
-// buildToolsConfigMap is the agent's tools ConfigMap.
+// configMapName is the ConfigMap the tool set is mounted from.
+func (ts *ToolSet) configMapName(agent string) string {
+	if ts.configMap != "" {
+		return ts.configMap
+	}
+	return ToolsConfigMapName(agent)
+}
+
+// buildToolsConfigMap is the tools ConfigMap of the agent (or of its
+// candidate) holding ts.
 func buildToolsConfigMap(a *omniav1.AgentRuntime, ts *ToolSet) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: ToolsConfigMapName(a.Name), Namespace: a.Namespace, Labels: objectLabels(a.Name)},
+		ObjectMeta: metav1.ObjectMeta{Name: ts.configMapName(a.Name), Namespace: a.Namespace, Labels: objectLabels(a.Name)},
 		Data:       map[string]string{omniav1.ToolsJSONKey: string(ts.JSON)},
 	}
 }
@@ -317,8 +383,22 @@ func (r *resolver) tools() {
 // one of that name the agent does not control is refused, and an edit of
 // it by someone else is reverted (its watch brings the pass).
 func (d *decider) toolsConfigMap(ts *ToolSet) error {
+	return d.ownedToolsConfigMap(d.s.live.tools, ts)
+}
+
+// candidateToolsConfigMap plans the write of the candidate's own tools
+// ConfigMap when it mounts one (candidateTools), else its removal.
+func (d *decider) candidateToolsConfigMap(ts *ToolSet) error {
+	if ts != nil && ts.configMap != CandidateToolsConfigMapName(d.s.in.Agent.Name) {
+		ts = nil
+	}
+	return d.ownedToolsConfigMap(d.s.live.candidateTools, ts)
+}
+
+// ownedToolsConfigMap plans the write of the tools ConfigMap live is the
+// read of (ts's), or its removal when ts is nil.
+func (d *decider) ownedToolsConfigMap(live found[*corev1.ConfigMap], ts *ToolSet) error {
 	a := d.s.in.Agent
-	live := d.s.live.tools
 	if live.err != nil {
 		return live.err
 	}
@@ -362,16 +442,22 @@ func toolsConfigMapDrifted(want, live *corev1.ConfigMap) bool {
 		live.Data[omniav1.ToolsJSONKey] != want.Data[omniav1.ToolsJSONKey]
 }
 
-// candidateTools is the tool set a rollout candidate mounts: its own when
-// it equals the stable one's, else none. Both Deployments mount
-// <agent>-tools, which holds the stable side's file; a candidate with
-// another registry or other policies runs with OMNIA_TOOLREGISTRY only
-// (docs/omnia-controllers.md).
-func candidateTools(candidate, stable *ToolSet) *ToolSet {
-	if candidate == nil || stable == nil || candidate.Digest != stable.Digest {
+// candidateTools is the tool set a rollout candidate mounts. One equal
+// to the stable side's is mounted from <agent>-tools, as the stable pods
+// mount it; one that differs (another registry, other policies, no
+// stable tools at all) from the candidate's own ConfigMap,
+// CandidateToolsConfigMapName, which lives as long as the candidate
+// Deployment (docs/omnia-controllers.md).
+func candidateTools(candidate, stable *ToolSet, agent string) *ToolSet {
+	switch {
+	case candidate == nil:
 		return nil
+	case stable != nil && candidate.Digest == stable.Digest:
+		return candidate
 	}
-	return candidate
+	own := *candidate
+	own.configMap = CandidateToolsConfigMapName(agent)
+	return &own
 }
 
 // toolSecretNames are the Secrets the registry's bearer and basic

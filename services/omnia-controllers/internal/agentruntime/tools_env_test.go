@@ -226,3 +226,69 @@ func TestToolPolicyAndSecretWatches(t *testing.T) {
 		return errors.New("the Secret is not projected yet")
 	})
 }
+
+// TestToolPolicyWatchAloneUpdatesTools: once the agent's passes have
+// drained (its first rollout's echoes worked off) and with no ToolRegistry
+// controller running (whose status writes would bring the pass through
+// the registry watch), a ToolPolicy that selects the agent's registry is
+// created and then edited: only the ToolPolicy watch can bring the passes
+// that put it, then its new rule, into <agent>-tools. A policy of another
+// registry brings no pass.
+func TestToolPolicyWatchAloneUpdatesTools(t *testing.T) {
+	ns := env.Namespace(t)
+	counter := startAll(t)
+	ctx := context.Background()
+	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
+	reg := &omniav1.ToolRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tools", Namespace: ns},
+		Spec: omniav1.ToolRegistrySpec{Handlers: []omniav1.HandlerDefinition{httpHandler("weather", "w")}}}
+	mustCreate(t, cm, pack, mockProvider(ns, "llm"), reg, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+		a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "tools"}
+	}))
+	key := types.NamespacedName{Namespace: ns, Name: "agent"}
+	ctrltest.Eventually(t, wait, func() error {
+		if c := toolsCM(t, ns, "agent"); c == nil || !strings.Contains(c.Data[omniav1.ToolsJSONKey], `"policies":[]`) {
+			return errors.New("no tools.json without policies yet")
+		}
+		return nil
+	})
+	counter.Drain(2 * time.Second)
+
+	// A policy of another registry: mapped to no agent.
+	other := policy("elsewhere", "r")
+	other.ObjectMeta = metav1.ObjectMeta{Name: "elsewhere", Namespace: ns}
+	other.Spec.Selector.Registry = "other-tools"
+	before := counter.Count(key)
+	mustCreate(t, &other)
+	counter.Drain(2 * time.Second)
+	if n := counter.Count(key) - before; n != 0 {
+		t.Fatalf("a policy of another registry brought %d pass(es)", n)
+	}
+
+	pol := policy("no-prod", "no-prod")
+	pol.ObjectMeta = metav1.ObjectMeta{Name: "no-prod", Namespace: ns}
+	mustCreate(t, &pol)
+	ctrltest.Eventually(t, wait, func() error {
+		if c := toolsCM(t, ns, "agent"); c == nil || !strings.Contains(c.Data[omniav1.ToolsJSONKey], `"name":"no-prod"`) {
+			return errors.New("the created policy is not in tools.json yet")
+		}
+		return nil
+	})
+	if strings.Contains(toolsCM(t, ns, "agent").Data[omniav1.ToolsJSONKey], "elsewhere") {
+		t.Fatal("a policy of another registry is in tools.json")
+	}
+
+	// An edit of the policy's rules.
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "no-prod"}, &pol); err != nil {
+		t.Fatal(err)
+	}
+	pol.Spec.Rules = append(pol.Spec.Rules, omniav1.ToolPolicyRule{Name: "no-weekends", Deny: omniav1.ToolPolicyDeny{CEL: "false", Message: "not today"}})
+	if err := env.Client.Update(ctx, &pol); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		if c := toolsCM(t, ns, "agent"); c == nil || !strings.Contains(c.Data[omniav1.ToolsJSONKey], `"name":"no-weekends"`) {
+			return errors.New("the edited rule is not in tools.json yet")
+		}
+		return nil
+	})
+}

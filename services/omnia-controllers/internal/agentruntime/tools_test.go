@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,6 +35,11 @@ func mcpHandler(name string) omniav1.HandlerDefinition {
 
 func bearer(h omniav1.HandlerDefinition, secret string, key *string) omniav1.HandlerDefinition {
 	h.Auth = &omniav1.ToolAuth{Type: omniav1.ToolAuthBearer, SecretRef: &omniav1.SecretKeyRef{Name: secret, Key: key}}
+	return h
+}
+
+func saAuth(h omniav1.HandlerDefinition, audience string) omniav1.HandlerDefinition {
+	h.Auth = &omniav1.ToolAuth{Type: omniav1.ToolAuthServiceAccount, ServiceAccount: &omniav1.ServiceAccountAuth{Audience: audience}}
 	return h
 }
 
@@ -154,6 +160,37 @@ func TestBuildToolSet(t *testing.T) {
 					t.Fatalf("file %+v unusable %v", f, ts.unusable)
 				}
 			}},
+		{"a serviceAccount handler: the file names its token's path and audience, and a token is projected for it, no Secret",
+			registry(saAuth(httpHandler("weather", "w"), "weather.example.com"), mcpHandler("docs")), nil, nil,
+			func(t *testing.T, f ToolsFile, ts *ToolSet) {
+				var a *ToolsAuth
+				for _, h := range f.Handlers {
+					if h.Name == "weather" {
+						a = h.Auth
+					}
+				}
+				if a == nil || a.Type != omniav1.ToolAuthServiceAccount || a.TokenPath != ToolsMountPath+"/tokens/weather/token" ||
+					a.ServiceAccount == nil || a.ServiceAccount.Audience != "weather.example.com" || a.SecretDir != "" {
+					t.Fatalf("auth %+v", a)
+				}
+				if len(ts.tokens) != 1 || ts.tokens[0] != (toolToken{handler: "weather", audience: "weather.example.com"}) ||
+					len(ts.secrets) != 0 || len(ts.unusable) != 0 {
+					t.Fatalf("tokens %+v secrets %+v unusable %v", ts.tokens, ts.secrets, ts.unusable)
+				}
+			}},
+		{"a serviceAccount handler without an audience (no block, or an empty one) is left out and named: such a token would be one the API server accepts",
+			registry(func() omniav1.HandlerDefinition {
+				h := httpHandler("weather", "w")
+				h.Auth = &omniav1.ToolAuth{Type: omniav1.ToolAuthServiceAccount}
+				return h
+			}(), saAuth(httpHandler("news", "n"), ""), mcpHandler("docs")), nil, nil,
+			func(t *testing.T, f ToolsFile, ts *ToolSet) {
+				if len(f.Handlers) != 1 || f.Handlers[0].Name != "docs" || len(ts.tokens) != 0 ||
+					len(ts.unusable) != 2 || !strings.Contains(ts.unusable[0], `"news": auth.serviceAccount.audience`) ||
+					!strings.Contains(ts.unusable[1], `"weather": auth.serviceAccount.audience`) {
+					t.Fatalf("file %+v tokens %+v unusable %v", f, ts.tokens, ts.unusable)
+				}
+			}},
 		{"the deprecated httpConfig.authSecretRef is folded into auth and its Secret mounted",
 			registry(func() omniav1.HandlerDefinition {
 				h := httpHandler("weather", "w")
@@ -240,14 +277,17 @@ func TestToolsReachThePod(t *testing.T) {
 		secrets    map[string]*corev1.Secret
 		wantTools  bool
 		wantSecret string // the Secret projected, "" for none
+		wantToken  string // the audience of the projected token, "" for none
 		wantCond   metav1.ConditionStatus
 	}{
-		{"no registry: no tools volume, mount or path, no ToolSecretsReady", nil, nil, false, "", ""},
-		{"a registry without auth: tools.json only", registry(httpHandler("weather", "w")), nil, true, "", metav1.ConditionTrue},
+		{"no registry: no tools volume, mount or path, no ToolSecretsReady", nil, nil, false, "", "", ""},
+		{"a registry without auth: tools.json only", registry(httpHandler("weather", "w")), nil, true, "", "", metav1.ConditionTrue},
 		{"a usable Secret is projected by name, never copied", registry(bearer(httpHandler("weather", "w"), "wx-token", nil)),
-			map[string]*corev1.Secret{"wx-token": credSecret("wx-token", map[string]string{"token": "v"})}, true, "wx-token", metav1.ConditionTrue},
+			map[string]*corev1.Secret{"wx-token": credSecret("wx-token", map[string]string{"token": "v"})}, true, "wx-token", "", metav1.ConditionTrue},
 		{"a Secret the agent may not use is not mounted and ToolSecretsReady is False", registry(bearer(httpHandler("weather", "w"), "wx-token", nil)),
-			nil, true, "", metav1.ConditionFalse},
+			nil, true, "", "", metav1.ConditionFalse},
+		{"a serviceAccount handler gets a projected token of the pod's account for its audience, with an hour's lifetime, in the runtime's tools mount",
+			registry(saAuth(httpHandler("weather", "w"), "weather.example.com")), nil, true, "", "weather.example.com", metav1.ConditionTrue},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -285,15 +325,22 @@ func TestToolsReachThePod(t *testing.T) {
 				if cm := srcs[0].ConfigMap; cm == nil || cm.Name != "agent-tools" || cm.Items[0].Key != omniav1.ToolsJSONKey {
 					t.Fatalf("first source %+v", srcs[0])
 				}
-				got := ""
+				got, gotToken := "", ""
 				for _, s := range srcs[1:] {
+					if tok := s.ServiceAccountToken; tok != nil {
+						gotToken = tok.Audience
+						if tok.Path != "tokens/weather/token" || tok.ExpirationSeconds == nil || *tok.ExpirationSeconds != 3600 {
+							t.Fatalf("token projection %+v", tok)
+						}
+						continue
+					}
 					got = s.Secret.Name
 					if s.Secret.Items[0].Path != "secrets/weather/token" {
 						t.Fatalf("secret items %+v", s.Secret.Items)
 					}
 				}
-				if got != tc.wantSecret {
-					t.Fatalf("projected Secret %q, want %q", got, tc.wantSecret)
+				if got != tc.wantSecret || gotToken != tc.wantToken {
+					t.Fatalf("projected Secret %q and token audience %q, want %q and %q", got, gotToken, tc.wantSecret, tc.wantToken)
 				}
 			}
 			cond := meta.FindStatusCondition(conds, omniav1.ConditionToolSecretsReady)
@@ -309,24 +356,133 @@ func TestToolsReachThePod(t *testing.T) {
 	}
 }
 
-// TestCandidateTools: a rollout candidate mounts the one tools ConfigMap
-// only when its tool set is the stable one's.
+// TestCandidateTools: a rollout candidate whose tool set is the stable
+// one's mounts <agent>-tools; one whose tool set differs, or that has
+// tools while the stable side has none, mounts its own ConfigMap; one
+// without tools mounts none.
 func TestCandidateTools(t *testing.T) {
 	a := BuildToolSet(registry(httpHandler("weather", "w")), nil, nil)
 	b := BuildToolSet(registry(httpHandler("weather", "other")), nil, nil)
 	for _, tc := range []struct {
 		name              string
 		candidate, stable *ToolSet
-		want              *ToolSet
+		wantCM            string // "" for no tools
 	}{
-		{"same tool set: mounted", a, BuildToolSet(registry(httpHandler("weather", "w")), nil, nil), a},
-		{"another tool set: none", b, a, nil},
-		{"no stable tool set: none", a, nil, nil},
-		{"no candidate tool set: none", nil, a, nil},
+		{"same tool set: the stable ConfigMap", a, BuildToolSet(registry(httpHandler("weather", "w")), nil, nil), "agent-tools"},
+		{"another tool set: its own ConfigMap", b, a, "agent-candidate-tools"},
+		{"no stable tool set: its own ConfigMap", a, nil, "agent-candidate-tools"},
+		{"no candidate tool set: none", nil, a, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := candidateTools(tc.candidate, tc.stable); got != tc.want {
-				t.Fatalf("got %v, want %v", got, tc.want)
+			got := candidateTools(tc.candidate, tc.stable, "agent")
+			if tc.wantCM == "" {
+				if got != nil {
+					t.Fatalf("got %+v, want none", got)
+				}
+				return
+			}
+			if got == nil || got.Digest != tc.candidate.Digest || got.volume("agent").Projected.Sources[0].ConfigMap.Name != tc.wantCM {
+				t.Fatalf("got %+v, want the candidate's tools from %s", got, tc.wantCM)
+			}
+			if tc.candidate.configMap != "" {
+				t.Fatal("the candidate's resolved tool set was changed in place")
+			}
+		})
+	}
+}
+
+// TestDecideCandidateToolsConfigMap: during a rollout whose candidate's
+// tool set differs, the candidate's own tools ConfigMap is written, owned,
+// before the candidate Deployment, which mounts it; with the stable tool
+// set the candidate mounts <agent>-tools and has no ConfigMap of its own;
+// the rollout over (or the candidate's tools now the stable ones), the
+// ConfigMap is deleted.
+func TestDecideCandidateToolsConfigMap(t *testing.T) {
+	canary := func(a *omniav1.AgentRuntime) {
+		a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "tools"}
+		// An indefinite pause holds the rollout at 50%.
+		a.Spec.Rollout = &omniav1.RolloutConfig{Candidate: roToV110(), Steps: []omniav1.RolloutStep{{SetWeight: ptr(int32(50))}, {Pause: &omniav1.RolloutPause{}}},
+			TrafficRouting: &omniav1.TrafficRoutingConfig{Mode: omniav1.TrafficRoutingReplicaWeighted}}
+	}
+	rolling := func(candReg *omniav1.ToolRegistry) func() snapshot {
+		return func() snapshot {
+			s := readySnapshot(canary)
+			s.in.Registry = registry(httpHandler("weather", "w"))
+			s.candidate.in.Registry = candReg
+			return s
+		}
+	}
+	settled := func(s snapshot) snapshot { return written(s, decide(s)) }
+	const candCM, candDep = "agent-candidate-tools", "agent" + CandidateSuffix
+	cases := []struct {
+		name       string
+		snap       func() snapshot
+		wantWrites []string // the candidate ConfigMap's writes
+		wantMount  string   // the ConfigMap the candidate Deployment mounts; "" none, "-" no candidate write
+	}{
+		{"another tool set: its own ConfigMap, before the candidate Deployment, which mounts it",
+			rolling(registry(httpHandler("weather", "forecast"))), []string{"create *v1.ConfigMap " + candCM}, candCM},
+		{"the stable tool set: no ConfigMap of its own, it mounts the stable one",
+			rolling(registry(httpHandler("weather", "w"))), nil, "agent-tools"},
+		{"no tools on the candidate: no ConfigMap, no tools volume", rolling(nil), nil, ""},
+		{"an unchanged candidate ConfigMap is not written", func() snapshot {
+			return settled(rolling(registry(httpHandler("weather", "forecast")))())
+		}, nil, "-"},
+		{"an edited candidate ConfigMap is reverted", func() snapshot {
+			s := settled(rolling(registry(httpHandler("weather", "forecast")))())
+			s.live.candidateTools.obj.Data[omniav1.ToolsJSONKey] = "{}"
+			return s
+		}, []string{"update *v1.ConfigMap " + candCM}, "-"},
+		{"the candidate's tools become the stable ones: its ConfigMap is deleted", func() snapshot {
+			s := settled(rolling(registry(httpHandler("weather", "forecast")))())
+			s.candidate.in.Registry = registry(httpHandler("weather", "w"))
+			return s
+		}, []string{"delete *v1.ConfigMap " + candCM}, "agent-tools"},
+		{"the rollout over: the candidate Deployment and its ConfigMap are deleted", func() snapshot {
+			s := settled(rolling(registry(httpHandler("weather", "forecast")))())
+			s.in.Agent.Spec.Rollout.Candidate = nil
+			s.candidate = nil
+			return s
+		}, []string{"delete *v1.ConfigMap " + candCM}, "-"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := decide(tc.snap())
+			var got []string
+			cmAt, depAt := -1, -1
+			var dep *appsv1.Deployment
+			for i, w := range writesOf(p) {
+				if strings.HasSuffix(w, " "+candCM) {
+					got = append(got, w)
+					cmAt = i
+					if owner := metav1.GetControllerOf(p.writes[i].obj); p.writes[i].op != opDelete && (owner == nil || owner.Name != "agent") {
+						t.Fatalf("%s without the agent as controller", w)
+					}
+				}
+				if strings.HasSuffix(w, " "+candDep) && p.writes[i].op != opDelete {
+					depAt, dep = i, p.writes[i].obj.(*appsv1.Deployment)
+				}
+			}
+			if !slices.Equal(got, tc.wantWrites) {
+				t.Fatalf("candidate ConfigMap writes %v, want %v (all: %v)", got, tc.wantWrites, writesOf(p))
+			}
+			if cmAt >= 0 && depAt >= 0 && p.writes[cmAt].op == opCreate && cmAt > depAt {
+				t.Fatalf("writes %v: the ConfigMap must come before the candidate Deployment", writesOf(p))
+			}
+			if tc.wantMount == "-" {
+				return
+			}
+			if dep == nil {
+				t.Fatalf("no candidate Deployment written: %v", writesOf(p))
+			}
+			mount := ""
+			for _, v := range dep.Spec.Template.Spec.Volumes {
+				if v.Name == ToolsVolumeName {
+					mount = v.Projected.Sources[0].ConfigMap.Name
+				}
+			}
+			if mount != tc.wantMount {
+				t.Fatalf("the candidate mounts tools from %q, want %q", mount, tc.wantMount)
 			}
 		})
 	}

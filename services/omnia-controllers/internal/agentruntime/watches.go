@@ -32,9 +32,9 @@ import (
 // SetupWithManager wires the controller: it owns the Deployments, Service,
 // HPA, KEDA ScaledObject, PodDisruptionBudget, facade ServiceAccount,
 // Role and RoleBinding, OIDC key Secret and tools ConfigMap it builds, and
-// maps every PromptPack, ToolRegistry, ToolPolicy, Provider and
-// credential Secret change back to the agents that reference it through
-// field indexes, every Workspace change to the agents of the namespace
+// maps every PromptPack, SkillSource, ToolRegistry, ToolPolicy, Provider
+// and credential Secret change back to the agents that reference it
+// through field indexes, every Workspace change to the agents of the namespace
 // it names, and every SessionRetentionPolicy and MemoryPolicy change to
 // the agents of its namespace, so no timer is needed to notice a change. Up to three agents
 // reconcile at once. rec, when not nil, is called instead of r (tests
@@ -58,6 +58,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
 		Watches(&omniav1.ToolPolicy{}, r.agentsForPolicy()).
 		Watches(&omniav1.PromptPack{}, handler.EnqueueRequestsFromMapFunc(r.agentsForPack)).
+		// A skill document edited in place changes its SkillSource's
+		// contentChecksum, not the pack's status.skills: this watch
+		// brings the pass that rolls the pods (skills.go).
+		Watches(&omniav1.SkillSource{}, handler.EnqueueRequestsFromMapFunc(r.agentsForSkillSource)).
 		Watches(&omniav1.ToolRegistry{}, handler.EnqueueRequestsFromMapFunc(r.agentsByKey(index.AgentToolRegistry))).
 		Watches(&omniav1.Provider{}, handler.EnqueueRequestsFromMapFunc(r.agentsByKey(index.AgentProvider))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.agentsForSecret)).
