@@ -23,7 +23,7 @@ type Reconciler = agentselect.Reconciler[omniav1.MemoryPolicy, *omniav1.MemoryPo
 type kind struct{}
 
 // Name names the kind in messages.
-func (kind) Name() string { return Kind }
+func (kind) Name() string { return "MemoryPolicy" }
 
 // Plural names the kind's objects in errors.
 func (kind) Plural() string { return "MemoryPolicies" }

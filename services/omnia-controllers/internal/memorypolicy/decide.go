@@ -16,17 +16,11 @@ import (
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/agentselect"
 )
 
-// Kind names the kind in condition messages.
-const Kind = "MemoryPolicy"
-
 // Snapshot is everything one decision reads.
 type Snapshot = agentselect.Snapshot[omniav1.MemoryPolicy]
 
-// Decision is what the reconciler writes and emits.
-type Decision = agentselect.Decision
-
 // Decide computes a policy's status (agentselect.Decide).
-func Decide(s Snapshot) Decision {
+func Decide(s Snapshot) agentselect.Decision {
 	return agentselect.Decide[omniav1.MemoryPolicy, *omniav1.MemoryPolicy, kind](s)
 }
 

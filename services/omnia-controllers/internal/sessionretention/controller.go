@@ -24,7 +24,7 @@ type Reconciler = agentselect.Reconciler[omniav1.SessionRetentionPolicy, *omniav
 type kind struct{}
 
 // Name names the kind in messages.
-func (kind) Name() string { return Kind }
+func (kind) Name() string { return "SessionRetentionPolicy" }
 
 // Plural names the kind's objects in errors.
 func (kind) Plural() string { return "SessionRetentionPolicies" }

@@ -13,17 +13,11 @@ import (
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/agentselect"
 )
 
-// Kind names the kind in condition messages.
-const Kind = "SessionRetentionPolicy"
-
 // Snapshot is everything one decision reads.
 type Snapshot = agentselect.Snapshot[omniav1.SessionRetentionPolicy]
 
-// Decision is what the reconciler writes and emits.
-type Decision = agentselect.Decision
-
 // Decide computes a policy's status (agentselect.Decide).
-func Decide(s Snapshot) Decision {
+func Decide(s Snapshot) agentselect.Decision {
 	return agentselect.Decide[omniav1.SessionRetentionPolicy, *omniav1.SessionRetentionPolicy, kind](s)
 }
 
