@@ -198,23 +198,14 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 // default of one reconcile at a time.
 func TestOneWorker(t *testing.T) {
 	ns := env.Namespace(t)
-	gate := &ctrltest.Gate{Hold: 300 * time.Millisecond}
-	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, gate)
-	})
+	var conns []client.Object
 	for i := range 4 {
-		create(t, newConn(ns, fmt.Sprintf("c-%d", i), nil))
+		conns = append(conns, newConn(ns, fmt.Sprintf("c-%d", i), nil))
 	}
-	ctrltest.Eventually(t, wait, func() error {
-		if passes, _, _ := gate.Stats(); passes < 4 {
-			return fmt.Errorf("%d passes", passes)
-		}
-		return nil
-	})
-	if _, most, _ := gate.Stats(); most != 1 {
-		t.Fatalf("%d passes ran at once; want 1", most)
-	}
+	ctrltest.CheckWorkers(t, env, newReconciler, 300*time.Millisecond, 1, conns...)
 }
+
+func newReconciler(c client.Client) ctrltest.Wirer { return &Reconciler{Client: c} }
 
 // TestSecretWatchMapsToConnections: with passes that always succeed (so
 // no retry can bring one), creating, editing and deleting the labelled
@@ -223,12 +214,7 @@ func TestOneWorker(t *testing.T) {
 func TestSecretWatchMapsToConnections(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	passes := &ctrltest.Counter{Inner: reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
-		return reconcile.Result{}, nil
-	})}
-	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, passes)
-	})
+	passes := ctrltest.StartCounting(t, env, newReconciler)
 	c := newConn(ns, "github", cred(nil))
 	create(t, c)
 	key := client.ObjectKeyFromObject(c)

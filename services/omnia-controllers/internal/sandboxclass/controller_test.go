@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
@@ -111,27 +110,16 @@ func edit(ctx context.Context, c *omniav1.SandboxClass, change func(*omniav1.San
 // default of one reconcile at a time.
 func TestOneWorker(t *testing.T) {
 	ns := env.Namespace(t)
-	gate := &ctrltest.Gate{Hold: 300 * time.Millisecond}
-	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, gate)
-	})
+	var classes []client.Object
 	for i := range 4 {
 		c := class(0, "")
 		c.Namespace, c.Name = ns, fmt.Sprintf("c-%d", i)
-		if err := env.Client.Create(context.Background(), c); err != nil {
-			t.Fatal(err)
-		}
+		classes = append(classes, c)
 	}
-	ctrltest.Eventually(t, wait, func() error {
-		if passes, _, _ := gate.Stats(); passes < 4 {
-			return fmt.Errorf("%d passes", passes)
-		}
-		return nil
-	})
-	if _, most, _ := gate.Stats(); most != 1 {
-		t.Fatalf("%d passes ran at once; want 1", most)
-	}
+	ctrltest.CheckWorkers(t, env, newReconciler, 300*time.Millisecond, 1, classes...)
 }
+
+func newReconciler(c client.Client) ctrltest.Wirer { return &Reconciler{Client: c} }
 
 // TestWatchesMapToClasses: with passes that always succeed (so no retry
 // can bring one), creating or deleting the RuntimeClass or an allowed
@@ -140,12 +128,7 @@ func TestOneWorker(t *testing.T) {
 func TestWatchesMapToClasses(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	passes := &ctrltest.Counter{Inner: reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
-		return reconcile.Result{}, nil
-	})}
-	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, passes)
-	})
+	passes := ctrltest.StartCounting(t, env, newReconciler)
 	rcName := "kata-" + ns
 	c := class(0, rcName, "github")
 	c.Namespace = ns
