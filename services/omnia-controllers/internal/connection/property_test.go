@@ -27,15 +27,7 @@ import (
 //   - an event goes with a status write, and the written status, decided
 //     on again later, needs no write.
 func TestDecideProperties(t *testing.T) {
-	counts := pt.Counts{}
-	decision.Run(t, counts, genSnapshot, func(_ *rand.Rand, s Snapshot, d Decision) error {
-		if err := checkDecision(s, d); err != nil {
-			return err
-		}
-		counts.Add("reason " + meta.FindStatusCondition(d.Status.Conditions, omniav1.ConditionReady).Reason)
-		return nil
-	})
-	counts.Require(t, 0.03, "reason "+omniav1.ReasonNoCredential, "reason "+omniav1.ReasonCredentialResolved, "reason "+omniav1.ReasonSecretNotFound,
+	decision.Run(t, genSnapshot, checkDecision).Require(t, 0.03, "reason "+omniav1.ReasonNoCredential, "reason "+omniav1.ReasonCredentialResolved, "reason "+omniav1.ReasonSecretNotFound,
 		"reason "+omniav1.ReasonSecretKeyMissing, "status write", "no status write")
 }
 
@@ -43,6 +35,9 @@ func TestDecideProperties(t *testing.T) {
 var decision = pt.Status[Snapshot, omniav1.ConnectionStatus]{Fresh: fresh, Decide: Decide,
 	At: func(s *Snapshot) (metav1.Object, *omniav1.ConnectionStatus, *metav1.Time) {
 		return s.Connection, &s.Connection.Status, &s.Now
+	},
+	Outcomes: func(st omniav1.ConnectionStatus) []string {
+		return []string{"reason " + meta.FindStatusCondition(st.Conditions, omniav1.ConditionReady).Reason}
 	}}
 
 func fresh(s Snapshot) Snapshot {

@@ -26,20 +26,26 @@ type Status[S, St any] struct {
 	// At points into s: the decided object, its status and the pass's
 	// clock.
 	At func(s *S) (obj metav1.Object, status *St, now *metav1.Time)
+	// Outcomes names what a decided status counts as (its phase, its
+	// Ready reason), for Counts.Require to show that the generator reached
+	// each.
+	Outcomes func(st St) []string
 }
 
-// Run checks decide on Iterations snapshots gen draws. On each it checks
+// Run checks Decide on Iterations snapshots gen draws. On each it checks
 // what every status-only decision promises — it leaves its input as it
 // was, the same input gives the same decision, an event goes with a
 // status write, Changed reports exactly that the status differs from the
 // stored one, and the written status, decided on again later, needs no
 // write and emits nothing — then check holds the decision to the
-// controller's own properties. counts tallies the writes ("status write",
-// "no status write"); check adds its own outcomes.
-func (c Status[S, St]) Run(t *testing.T, counts Counts, gen func(*rand.Rand) S, check func(r *rand.Rand, s S, d kubeutil.Outcome[St]) error) {
+// controller's own properties. It returns the outcomes reached: the
+// Outcomes of each decided status, and whether it was written ("status
+// write", "no status write").
+func (c Status[S, St]) Run(t *testing.T, gen func(*rand.Rand) S, check func(s S, d kubeutil.Outcome[St]) error) Counts {
 	t.Helper()
+	counts := Counts{}
 	RunDecide(t, gen, c.Fresh, c.Decide, SameOutcome[St], func(r *rand.Rand, s S, d kubeutil.Outcome[St]) error {
-		if err := check(r, s, d); err != nil {
+		if err := check(s, d); err != nil {
 			return err
 		}
 		_, old, now := c.At(&s)
@@ -58,9 +64,13 @@ func (c Status[S, St]) Run(t *testing.T, counts Counts, gen func(*rand.Rand) S, 
 		}); err != nil {
 			return err
 		}
+		for _, o := range c.Outcomes(d.Status) {
+			counts.Add(o)
+		}
 		counts.AddWrite(d.Changed)
 		return nil
 	})
+	return counts
 }
 
 // Prior gives the object of s the status it arrives with, each about as

@@ -24,15 +24,7 @@ import (
 //   - an event goes with a status write, and the written status, decided
 //     on again later, needs no write.
 func TestDecideProperties(t *testing.T) {
-	counts := pt.Counts{}
-	decision.Run(t, counts, genSnapshot, func(_ *rand.Rand, s Snapshot, d Decision) error {
-		if err := checkDecision(s, d); err != nil {
-			return err
-		}
-		counts.Add("reason " + meta.FindStatusCondition(d.Status.Conditions, omniav1.ConditionReady).Reason)
-		return nil
-	})
-	counts.Require(t, 0.03, "reason "+omniav1.ReasonSandboxClassValid, "reason "+omniav1.ReasonRuntimeClassNotFound,
+	decision.Run(t, genSnapshot, checkDecision).Require(t, 0.03, "reason "+omniav1.ReasonSandboxClassValid, "reason "+omniav1.ReasonRuntimeClassNotFound,
 		"reason "+omniav1.ReasonAllowedConnectionNotFound, "reason "+omniav1.ReasonSandboxResourcesInvalid, "status write", "no status write")
 }
 
@@ -40,6 +32,9 @@ func TestDecideProperties(t *testing.T) {
 var decision = pt.Status[Snapshot, omniav1.SandboxClassStatus]{Fresh: fresh, Decide: Decide,
 	At: func(s *Snapshot) (metav1.Object, *omniav1.SandboxClassStatus, *metav1.Time) {
 		return s.Class, &s.Class.Status, &s.Now
+	},
+	Outcomes: func(st omniav1.SandboxClassStatus) []string {
+		return []string{"reason " + meta.FindStatusCondition(st.Conditions, omniav1.ConditionReady).Reason}
 	}}
 
 func fresh(s Snapshot) Snapshot {

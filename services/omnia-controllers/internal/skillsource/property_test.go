@@ -28,18 +28,7 @@ import (
 //   - its status, stored and decided on again later with the same
 //     ConfigMap, needs no write.
 func TestDecideProperties(t *testing.T) {
-	counts := pt.Counts{}
-	decision.Run(t, counts, genSnapshot, func(_ *rand.Rand, s Snapshot, d Decision) error {
-		if err := checkStatus(s, d); err != nil {
-			return err
-		}
-		counts.Add("phase " + string(d.Status.Phase))
-		if c := meta.FindStatusCondition(d.Status.Conditions, omniav1.ConditionReady); c != nil {
-			counts.Add("reason " + c.Reason)
-		}
-		return nil
-	})
-	counts.Require(t, 0.02, "phase Ready", "phase Error", "reason "+omniav1.ReasonSkillConfigMapNotFound, "reason "+omniav1.ReasonNoSkillDocuments,
+	decision.Run(t, genSnapshot, checkStatus).Require(t, 0.02, "phase Ready", "phase Error", "reason "+omniav1.ReasonSkillConfigMapNotFound, "reason "+omniav1.ReasonNoSkillDocuments,
 		"reason "+omniav1.ReasonInvalidSkillDocument, "reason "+omniav1.ReasonDuplicateSkillName, "status write", "no status write")
 }
 
@@ -47,6 +36,13 @@ func TestDecideProperties(t *testing.T) {
 var decision = pt.Status[Snapshot, omniav1.SkillSourceStatus]{Fresh: fresh, Decide: Decide,
 	At: func(s *Snapshot) (metav1.Object, *omniav1.SkillSourceStatus, *metav1.Time) {
 		return s.Source, &s.Source.Status, &s.Now
+	},
+	Outcomes: func(st omniav1.SkillSourceStatus) []string {
+		out := []string{"phase " + string(st.Phase)}
+		if c := meta.FindStatusCondition(st.Conditions, omniav1.ConditionReady); c != nil {
+			out = append(out, "reason "+c.Reason)
+		}
+		return out
 	}}
 
 // fresh copies the SkillSource, the part of a snapshot Decide could write.

@@ -25,22 +25,17 @@ import (
 //   - an event is only emitted with a status write;
 //   - its status, stored and decided on again later, needs no write.
 func TestDecideProperties(t *testing.T) {
-	counts := pt.Counts{}
-	decision.Run(t, counts, genSnapshot, func(_ *rand.Rand, s Snapshot, d Decision) error {
-		if err := checkStatus(s, d); err != nil {
-			return err
-		}
-		counts.Add("phase " + string(d.Status.Phase))
-		counts.Add("HeaderRefsCanonical " + string(meta.FindStatusCondition(d.Status.Conditions, omniav1.ConditionHeaderRefsCanonical).Status))
-		return nil
-	})
-	counts.Require(t, 0.05, "phase Active", "phase Error", "HeaderRefsCanonical True", "HeaderRefsCanonical False", "status write", "no status write")
+	decision.Run(t, genSnapshot, checkStatus).Require(t, 0.05, "phase Active", "phase Error", "HeaderRefsCanonical True", "HeaderRefsCanonical False", "status write", "no status write")
 }
 
 // decision is Decide as the property tests drive it.
 var decision = pt.Status[Snapshot, omniav1.ToolPolicyStatus]{Fresh: fresh, Decide: Decide,
 	At: func(s *Snapshot) (metav1.Object, *omniav1.ToolPolicyStatus, *metav1.Time) {
 		return s.Policy, &s.Policy.Status, &s.Now
+	},
+	Outcomes: func(st omniav1.ToolPolicyStatus) []string {
+		return []string{"phase " + string(st.Phase),
+			"HeaderRefsCanonical " + string(meta.FindStatusCondition(st.Conditions, omniav1.ConditionHeaderRefsCanonical).Status)}
 	}}
 
 func fresh(s Snapshot) Snapshot {
