@@ -38,13 +38,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return kubeutil.ReconcileStatus(ctx, w, req, c, &c.Status, func(ctx context.Context) (Decision, error) {
 		s := Snapshot{Connection: c, Now: kubeutil.PassTime(r.Now)}
 		if cred := c.Spec.Credential; cred != nil {
-			sec := &corev1.Secret{}
-			found, err := kubeutil.Get(ctx, r.Client, types.NamespacedName{Namespace: c.Namespace, Name: cred.SecretRef.Name}, sec)
-			if err != nil {
+			var err error
+			if s.Secret, err = kubeutil.Lookup[corev1.Secret](ctx, r.Client, types.NamespacedName{Namespace: c.Namespace, Name: cred.SecretRef.Name}); err != nil {
 				return Decision{}, err
-			}
-			if found {
-				s.Secret = sec
 			}
 		}
 		return Decide(s), nil

@@ -49,13 +49,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) snapshot(ctx context.Context, c *omniav1.SandboxClass) (Snapshot, error) {
 	s := Snapshot{Class: c, Connections: map[string]bool{}, Now: kubeutil.PassTime(r.Now)}
 	if n := runtimeClass(c); n != "" {
-		rc := &nodev1.RuntimeClass{}
-		found, err := kubeutil.Get(ctx, r.Client, types.NamespacedName{Name: n}, rc)
-		if err != nil {
+		var err error
+		if s.RuntimeClass, err = kubeutil.Lookup[nodev1.RuntimeClass](ctx, r.Client, types.NamespacedName{Name: n}); err != nil {
 			return s, err
-		}
-		if found {
-			s.RuntimeClass = rc
 		}
 	}
 	for _, ref := range c.Spec.AllowedConnections {

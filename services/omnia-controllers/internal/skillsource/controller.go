@@ -34,16 +34,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	src := &omniav1.SkillSource{}
 	w := kubeutil.StatusWriter{Client: r.Client}
 	return kubeutil.ReconcileStatus(ctx, w, req, src, &src.Status, func(ctx context.Context) (Decision, error) {
-		s := Snapshot{Source: src, Now: kubeutil.PassTime(r.Now)}
-		cm := &corev1.ConfigMap{}
-		found, err := kubeutil.Get(ctx, r.Client, types.NamespacedName{Namespace: src.Namespace, Name: src.Spec.ConfigMapRef.Name}, cm)
+		cm, err := kubeutil.Lookup[corev1.ConfigMap](ctx, r.Client, types.NamespacedName{Namespace: src.Namespace, Name: src.Spec.ConfigMapRef.Name})
 		if err != nil {
 			return Decision{}, err
 		}
-		if found {
-			s.ConfigMap = cm
-		}
-		return Decide(s), nil
+		return Decide(Snapshot{Source: src, ConfigMap: cm, Now: kubeutil.PassTime(r.Now)}), nil
 	})
 }
 
