@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,16 +53,10 @@ func credentials(ns, name string, data map[string]string) *corev1.Secret {
 }
 
 func statusIs(ns, name string, phase omniav1.ConnectionPhase, reason string) func() error {
-	return func() error {
-		c := &omniav1.Connection{}
-		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, c); err != nil {
-			return err
-		}
-		if c.Status.ObservedGeneration != c.Generation {
-			return fmt.Errorf("observedGeneration %d of %d", c.Status.ObservedGeneration, c.Generation)
-		}
-		return ctrltest.PhaseReason(c.Status.Phase, c.Status.Conditions, phase, omniav1.ConditionReady, reason)
-	}
+	return ctrltest.ReadyPhase(env.Client, types.NamespacedName{Namespace: ns, Name: name}, phase, reason,
+		func(c *omniav1.Connection) (omniav1.ConnectionPhase, int64, []metav1.Condition) {
+			return c.Status.Phase, c.Status.ObservedGeneration, c.Status.Conditions
+		})
 }
 
 // TestSecretWatchDrivesReady: a Connection's Ready follows its Secret

@@ -26,16 +26,10 @@ func start(t *testing.T) {
 }
 
 func statusIs(ns, name string, phase omniav1.SandboxClassPhase, reason string) func() error {
-	return func() error {
-		c := &omniav1.SandboxClass{}
-		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, c); err != nil {
-			return err
-		}
-		if c.Status.ObservedGeneration != c.Generation {
-			return fmt.Errorf("observedGeneration %d of %d", c.Status.ObservedGeneration, c.Generation)
-		}
-		return ctrltest.PhaseReason(c.Status.Phase, c.Status.Conditions, phase, omniav1.ConditionReady, reason)
-	}
+	return ctrltest.ReadyPhase(env.Client, types.NamespacedName{Namespace: ns, Name: name}, phase, reason,
+		func(c *omniav1.SandboxClass) (omniav1.SandboxClassPhase, int64, []metav1.Condition) {
+			return c.Status.Phase, c.Status.ObservedGeneration, c.Status.Conditions
+		})
 }
 
 // TestReferencesDriveReady: a SandboxClass is Failed while its RuntimeClass
