@@ -192,12 +192,7 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 // TestOneWorker: the Connection controller runs controller-runtime's
 // default of one reconcile at a time.
 func TestOneWorker(t *testing.T) {
-	ns := env.Namespace(t)
-	var conns []client.Object
-	for i := range 4 {
-		conns = append(conns, newConn(ns, fmt.Sprintf("c-%d", i), nil))
-	}
-	ctrltest.CheckWorkers(t, env, newReconciler, 300*time.Millisecond, 1, conns...)
+	ctrltest.CheckWorkers(t, env, newReconciler, 300*time.Millisecond, 1, 4, func(ns, name string) client.Object { return newConn(ns, name, nil) })
 }
 
 func newReconciler(c client.Client) ctrltest.Wirer { return &Reconciler{Client: c} }

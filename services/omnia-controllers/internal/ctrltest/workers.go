@@ -38,20 +38,23 @@ func StartCounting(t testing.TB, env *testenv.Env, newR func(client.Client) Wire
 }
 
 // CheckWorkers shows the worker count the controller newR builds is wired
-// with: it holds each pass for hold, creates objects (more than want),
-// waits until each had a pass and fails t unless exactly want passes ran
-// at once, and never two of one object.
-func CheckWorkers(t *testing.T, env *testenv.Env, newR func(client.Client) Wirer, hold time.Duration, want int, objects ...client.Object) {
+// with: it holds each pass for hold, creates n objects (more than want)
+// in a namespace of the test's own, as object builds them, waits until
+// each had a pass and fails t unless exactly want passes ran at once, and
+// never two of one object.
+func CheckWorkers(t *testing.T, env *testenv.Env, newR func(client.Client) Wirer, hold time.Duration, want, n int,
+	object func(ns, name string) client.Object) {
 	t.Helper()
+	ns := env.Namespace(t)
 	gate := &Gate{Hold: hold}
 	Start(t, env, newR, gate)
-	for _, o := range objects {
-		if err := env.Client.Create(context.Background(), o); err != nil {
+	for i := range n {
+		if err := env.Client.Create(context.Background(), object(ns, fmt.Sprintf("o-%d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	Eventually(t, 30*time.Second, func() error {
-		if passes, _, _ := gate.Stats(); passes < len(objects) {
+		if passes, _, _ := gate.Stats(); passes < n {
 			return fmt.Errorf("%d passes", passes)
 		}
 		return nil

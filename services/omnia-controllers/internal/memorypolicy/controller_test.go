@@ -65,12 +65,9 @@ func TestBadPatternThenFixed(t *testing.T) {
 
 // TestThreeWorkers: the controller runs up to three passes at once.
 func TestThreeWorkers(t *testing.T) {
-	ns := env.Namespace(t)
-	var policies []client.Object
-	for i := range 6 {
-		policies = append(policies, &omniav1.MemoryPolicy{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%d", i), Namespace: ns}})
-	}
-	ctrltest.CheckWorkers(t, env, newReconciler, 500*time.Millisecond, 3, policies...)
+	ctrltest.CheckWorkers(t, env, newReconciler, 500*time.Millisecond, 3, 6, func(ns, name string) client.Object {
+		return &omniav1.MemoryPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	})
 }
 
 func newReconciler(c client.Client) ctrltest.Wirer { return &Reconciler{Client: c} }

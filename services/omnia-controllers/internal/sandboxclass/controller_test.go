@@ -2,7 +2,6 @@ package sandboxclass
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -103,14 +102,11 @@ func edit(ctx context.Context, c *omniav1.SandboxClass, change func(*omniav1.San
 // TestOneWorker: the SandboxClass controller runs controller-runtime's
 // default of one reconcile at a time.
 func TestOneWorker(t *testing.T) {
-	ns := env.Namespace(t)
-	var classes []client.Object
-	for i := range 4 {
+	ctrltest.CheckWorkers(t, env, newReconciler, 300*time.Millisecond, 1, 4, func(ns, name string) client.Object {
 		c := class(0, "")
-		c.Namespace, c.Name = ns, fmt.Sprintf("c-%d", i)
-		classes = append(classes, c)
-	}
-	ctrltest.CheckWorkers(t, env, newReconciler, 300*time.Millisecond, 1, classes...)
+		c.Namespace, c.Name = ns, name
+		return c
+	})
 }
 
 func newReconciler(c client.Client) ctrltest.Wirer { return &Reconciler{Client: c} }

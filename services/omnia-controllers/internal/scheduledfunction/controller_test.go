@@ -189,11 +189,9 @@ func TestWrongModeIsACondition(t *testing.T) {
 
 // TestThreeWorkers: the controller runs up to three passes at once.
 func TestThreeWorkers(t *testing.T) {
-	ns := env.Namespace(t)
-	var fns []client.Object
-	for i := range 6 {
-		fns = append(fns, &omniav1.ScheduledFunction{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("f-%d", i), Namespace: ns},
-			Spec: omniav1.ScheduledFunctionSpec{Schedule: "* * * * *", AgentRuntimeRef: omniav1.LocalObjectReference{Name: "fn"}}})
-	}
-	ctrltest.CheckWorkers(t, env, func(c client.Client) ctrltest.Wirer { return &Reconciler{Client: c} }, 500*time.Millisecond, 3, fns...)
+	ctrltest.CheckWorkers(t, env, func(c client.Client) ctrltest.Wirer { return &Reconciler{Client: c} }, 500*time.Millisecond, 3, 6,
+		func(ns, name string) client.Object {
+			return &omniav1.ScheduledFunction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: omniav1.ScheduledFunctionSpec{Schedule: "* * * * *", AgentRuntimeRef: omniav1.LocalObjectReference{Name: "fn"}}}
+		})
 }

@@ -105,12 +105,7 @@ func TestPoliciesFollowAgentsAndEachOther(t *testing.T) {
 
 // TestThreeWorkers: the controller runs up to three passes at once.
 func TestThreeWorkers(t *testing.T) {
-	ns := env.Namespace(t)
-	var policies []client.Object
-	for i := range 6 {
-		policies = append(policies, newPolicy(ns, fmt.Sprintf("p-%d", i), nil))
-	}
-	ctrltest.CheckWorkers(t, env, newReconciler, 500*time.Millisecond, 3, policies...)
+	ctrltest.CheckWorkers(t, env, newReconciler, 500*time.Millisecond, 3, 6, func(ns, name string) client.Object { return newPolicy(ns, name, nil) })
 }
 
 func newReconciler(c client.Client) ctrltest.Wirer { return &Reconciler{Client: c} }

@@ -122,14 +122,11 @@ func TestCompileErrorThenFix(t *testing.T) {
 // default of one reconcile at a time, as every controller whose count
 // docs/omnia-controllers.md does not raise.
 func TestOneWorker(t *testing.T) {
-	ns := env.Namespace(t)
-	var policies []client.Object
-	for i := range 4 {
+	ctrltest.CheckWorkers(t, env, newReconciler, 300*time.Millisecond, 1, 4, func(ns, name string) client.Object {
 		p := policy(0, []omniav1.ToolPolicyRule{rule("r", "false")})
-		p.Namespace, p.Name = ns, fmt.Sprintf("pol-%d", i)
-		policies = append(policies, p)
-	}
-	ctrltest.CheckWorkers(t, env, newReconciler, 300*time.Millisecond, 1, policies...)
+		p.Namespace, p.Name = ns, name
+		return p
+	})
 }
 
 func newReconciler(c client.Client) ctrltest.Wirer { return &Reconciler{Client: c} }
