@@ -65,6 +65,31 @@ func installedSA(t *testing.T) *rest.Config {
 	return asSA
 }
 
+// runInstalled runs the binary as the install's ServiceAccount, electing
+// on the Lease leaseID, and waits until every cache synced. stop ends the
+// run and fails t when it ended with an error.
+func runInstalled(t *testing.T, leaseID string) (ctx context.Context, stop func()) {
+	t.Helper()
+	cfg, ctx, cancel, done := startRun(t, installedSA(t),
+		"--leader-election-namespace="+sysNS, "--leader-election-id="+leaseID, "--shutdown-timeout=5s",
+		"--provider-credential-probe=false")
+	stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}
+	synced := false
+	defer func() {
+		if !synced { // eventually failed the test: stop the run before the test ends
+			stop()
+		}
+	}()
+	eventually(t, "readyz as the ServiceAccount (every cache synced)", answersOK("http://"+cfg.HealthProbeBindAddress+"/readyz"))
+	synced = true
+	return ctx, stop
+}
+
 // sysNS is the namespace of the kustomize install.
 const sysNS = "agentplane-system"
 
@@ -75,16 +100,8 @@ const sysNS = "agentplane-system"
 // Service. A missing permission shows up as a cache that never syncs or a
 // write that is refused.
 func TestInstalledRBACIsEnough(t *testing.T) {
-	cfg, ctx, cancel, done := startRun(t, installedSA(t),
-		"--leader-election-namespace="+sysNS, "--leader-election-id=omnia-rbac-test", "--shutdown-timeout=5s",
-		"--provider-credential-probe=false")
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
-	eventually(t, "readyz as the ServiceAccount (every cache synced)", answersOK("http://"+cfg.HealthProbeBindAddress+"/readyz"))
+	ctx, stop := runInstalled(t, "omnia-rbac-test")
+	defer stop()
 
 	ns := env.Namespace(t)
 	pack := `{"id":"support","name":"Support","version":"1.0.0","template_engine":{"version":"v1","syntax":"{{v}}"},` +

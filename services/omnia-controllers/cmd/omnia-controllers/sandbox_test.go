@@ -35,16 +35,8 @@ const tokenValue = "ghp_e2e-s3cr3t-0123456789"
 // edit unbinds the registry. The Secret's value appears in no status and
 // no event.
 func TestSandboxedRegistryConditions(t *testing.T) {
-	cfg, ctx, cancel, done := startRun(t, installedSA(t),
-		"--leader-election-namespace="+sysNS, "--leader-election-id=omnia-sandbox-test", "--shutdown-timeout=5s",
-		"--provider-credential-probe=false")
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
-	eventually(t, "readyz as the ServiceAccount (every cache synced)", answersOK("http://"+cfg.HealthProbeBindAddress+"/readyz"))
+	ctx, stop := runInstalled(t, "omnia-sandbox-test")
+	defer stop()
 
 	ns := env.Namespace(t)
 	rcName := "gvisor-" + ns // cluster-scoped

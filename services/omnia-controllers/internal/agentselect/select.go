@@ -1,8 +1,11 @@
 // Package agentselect is what MemoryPolicy and SessionRetentionPolicy
 // share: which AgentRuntimes a policy selects, which policy is in force
 // where two select one agent (the older: creationTimestamp, then name), and
-// the status that reports both. It is pure; the policy controllers read
-// the policies and agents and hand them in.
+// the status that reports both — and the one policy controller both kinds
+// run (Reconciler, Decide, ForAgent), generic over the kind: each kind's
+// package tells it only what is its own (Kind: its spec problems and what
+// a valid policy enforces). The selection and Decide are pure; Reconciler
+// reads the policies and agents and writes status.
 package agentselect
 
 import (

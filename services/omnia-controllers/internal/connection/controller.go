@@ -2,7 +2,6 @@ package connection
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,31 +34,17 @@ type Reconciler struct {
 // Reconcile checks one Connection's credential.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	c := &omniav1.Connection{}
-	if ok, err := kubeutil.Live(ctx, r.Client, req.NamespacedName, c); !ok {
-		return reconcile.Result{}, err
-	}
-	s := Snapshot{Connection: c, Now: kubeutil.PassTime(r.Now)}
-	if cred := c.Spec.Credential; cred != nil {
-		sec := &corev1.Secret{}
-		found, err := kubeutil.Get(ctx, r.Client, types.NamespacedName{Namespace: c.Namespace, Name: cred.SecretRef.Name}, sec)
-		if err != nil {
-			return reconcile.Result{}, err
+	w := kubeutil.StatusWriter{Client: r.Client, Recorder: r.Recorder, Action: "Check"}
+	return kubeutil.ReconcileStatus(ctx, w, req, c, &c.Status, func(ctx context.Context) (Decision, error) {
+		s := Snapshot{Connection: c, Now: kubeutil.PassTime(r.Now)}
+		if cred := c.Spec.Credential; cred != nil {
+			var err error
+			if s.Secret, err = kubeutil.Lookup[corev1.Secret](ctx, r.Client, types.NamespacedName{Namespace: c.Namespace, Name: cred.SecretRef.Name}); err != nil {
+				return Decision{}, err
+			}
 		}
-		if found {
-			s.Secret = sec
-		}
-	}
-	d := Decide(s)
-	kubeutil.Emit(r.Recorder, c, "Check", d.Events)
-	if d.Changed {
-		c.Status = d.Status
-		// A 409 is returned, not dropped: the Connection watch passes spec
-		// changes only, so no later event would bring the pass back.
-		if err := r.Client.Status().Update(ctx, c); err != nil {
-			return reconcile.Result{}, fmt.Errorf("write status of Connection %s: %w", req, err)
-		}
-	}
-	return reconcile.Result{}, d.Retry
+		return Decide(s), nil
+	})
 }
 
 // SetupWithManager wires the controller: Connections, for spec changes

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,16 +53,10 @@ func credentials(ns, name string, data map[string]string) *corev1.Secret {
 }
 
 func statusIs(ns, name string, phase omniav1.ConnectionPhase, reason string) func() error {
-	return func() error {
-		c := &omniav1.Connection{}
-		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, c); err != nil {
-			return err
-		}
-		if c.Status.ObservedGeneration != c.Generation {
-			return fmt.Errorf("observedGeneration %d of %d", c.Status.ObservedGeneration, c.Generation)
-		}
-		return ctrltest.PhaseReason(c.Status.Phase, c.Status.Conditions, phase, omniav1.ConditionReady, reason)
-	}
+	return ctrltest.ReadyPhase(env.Client, types.NamespacedName{Namespace: ns, Name: name}, phase, reason,
+		func(c *omniav1.Connection) (omniav1.ConnectionPhase, int64, []metav1.Condition) {
+			return c.Status.Phase, c.Status.ObservedGeneration, c.Status.Conditions
+		})
 }
 
 // TestSecretWatchDrivesReady: a Connection's Ready follows its Secret
@@ -197,24 +192,10 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 // TestOneWorker: the Connection controller runs controller-runtime's
 // default of one reconcile at a time.
 func TestOneWorker(t *testing.T) {
-	ns := env.Namespace(t)
-	gate := &ctrltest.Gate{Hold: 300 * time.Millisecond}
-	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, gate)
-	})
-	for i := range 4 {
-		create(t, newConn(ns, fmt.Sprintf("c-%d", i), nil))
-	}
-	ctrltest.Eventually(t, wait, func() error {
-		if passes, _, _ := gate.Stats(); passes < 4 {
-			return fmt.Errorf("%d passes", passes)
-		}
-		return nil
-	})
-	if _, most, _ := gate.Stats(); most != 1 {
-		t.Fatalf("%d passes ran at once; want 1", most)
-	}
+	ctrltest.CheckWorkers(t, env, newReconciler, 300*time.Millisecond, 1, 4, func(ns, name string) client.Object { return newConn(ns, name, nil) })
 }
+
+func newReconciler(c client.Client) ctrltest.Wirer { return &Reconciler{Client: c} }
 
 // TestSecretWatchMapsToConnections: with passes that always succeed (so
 // no retry can bring one), creating, editing and deleting the labelled
@@ -223,12 +204,7 @@ func TestOneWorker(t *testing.T) {
 func TestSecretWatchMapsToConnections(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	passes := &ctrltest.Counter{Inner: reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
-		return reconcile.Result{}, nil
-	})}
-	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, passes)
-	})
+	passes := ctrltest.StartCounting(t, env, newReconciler)
 	c := newConn(ns, "github", cred(nil))
 	create(t, c)
 	key := client.ObjectKeyFromObject(c)

@@ -11,7 +11,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -33,20 +32,11 @@ type Snapshot struct {
 	Now metav1.Time
 }
 
-// Decision is what the reconciler writes, emits and returns.
-type Decision struct {
-	// Status is the complete desired status.
-	Status omniav1.ConnectionStatus
-	// Changed reports whether Status differs from the stored status; only
-	// then is it written.
-	Changed bool
-	// Events are Warning events, one per transition into a fault.
-	Events []kubeutil.Event
-	// Retry is returned from Reconcile: the Secret is missing, and a
-	// reference to a missing object is retried with backoff on top of the
-	// Secret watch. A missing key waits for the watch alone.
-	Retry error
-}
+// Decision is what the reconciler writes, emits and returns: Warning
+// events, one per transition into a fault, and Retry when the Secret is
+// missing — a reference to a missing object is retried with backoff on
+// top of the Secret watch; a missing key waits for the watch alone.
+type Decision = kubeutil.Outcome[omniav1.ConnectionStatus]
 
 // Decide computes a Connection's status.
 func Decide(s Snapshot) Decision {
@@ -77,7 +67,7 @@ func Decide(s Snapshot) Decision {
 		j.Set(omniav1.ConditionReady, metav1.ConditionTrue, omniav1.ReasonCredentialResolved,
 			fmt.Sprintf("key %q of Secret %q, %s", Key(cred), cred.SecretRef.Name, injection(cred)))
 	}
-	return Decision{Status: *st, Changed: !equality.Semantic.DeepEqual(c.Status, *st), Events: j.Events, Retry: retry}
+	return kubeutil.Decided(c.Status, *st, j.Events, retry)
 }
 
 // Key is the Secret key the credential is read from.

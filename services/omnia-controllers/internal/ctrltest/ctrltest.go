@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
@@ -171,4 +172,25 @@ func PhaseReason[P ~string](phase P, conds []metav1.Condition, want P, typ, reas
 		return fmt.Errorf("phase %q %s=%+v; want %q %s", phase, typ, c, want, reason)
 	}
 	return nil
+}
+
+// ReadyPhase is an Eventually condition on the object at key, read
+// through c into a new T: its status is written for its generation, in
+// phase, with the Ready condition's reason. of returns what it compares:
+// the status's phase, observedGeneration and conditions.
+func ReadyPhase[T any, P interface {
+	*T
+	client.Object
+}, Ph ~string](c client.Reader, key types.NamespacedName, phase Ph, reason string, of func(P) (Ph, int64, []metav1.Condition)) func() error {
+	return func() error {
+		obj := P(new(T))
+		if err := c.Get(context.Background(), key, obj); err != nil {
+			return err
+		}
+		got, observed, conds := of(obj)
+		if observed != obj.GetGeneration() {
+			return fmt.Errorf("observedGeneration %d of %d", observed, obj.GetGeneration())
+		}
+		return PhaseReason(got, conds, phase, omniav1.ConditionReady, reason)
+	}
 }

@@ -122,3 +122,30 @@ func ReturnsInjected(t testing.TB, ctx context.Context, r reconcile.Reconciler, 
 		t.Fatalf("result %+v err %v; want the injected 503 returned and no timer", res, err)
 	}
 }
+
+// Failure is one case of a transient-failure test: the call that fails
+// (named as Call names it), "" for a pass in which nothing does.
+type Failure struct {
+	Name string
+	Fail string
+}
+
+// CheckFailuresReturned runs each case as a subtest on an object of its
+// own: prepare creates case i's object, waits until the cache c shows
+// what a pass reads, and returns its request; when the case fails a call,
+// a pass of newR over a client failing that call must return the
+// injected error (ReturnsInjected); then healthy checks the passes on c
+// that follow, as controller-runtime's retries would make them.
+func CheckFailuresReturned(t *testing.T, c client.Client, newR func(client.Client) reconcile.Reconciler, cases []Failure,
+	prepare func(t *testing.T, i int) reconcile.Request, healthy func(t *testing.T, req reconcile.Request)) {
+	t.Helper()
+	for i, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			req := prepare(t, i)
+			if tc.Fail != "" {
+				ReturnsInjected(t, context.Background(), newR(FailingOn(c, tc.Fail)), req)
+			}
+			healthy(t, req)
+		})
+	}
+}

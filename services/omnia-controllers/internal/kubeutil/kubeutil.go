@@ -1,6 +1,8 @@
 // Package kubeutil holds the few helpers every controller of this module
 // shares: condition bookkeeping, the event value the pure decision code
-// returns, and status-write error classification.
+// returns, status-write error classification, the reads of a pass, and
+// the reconcile pass of the controllers whose only write is status
+// (ReconcileStatus).
 package kubeutil
 
 import (

@@ -46,6 +46,19 @@ func Get(ctx context.Context, c client.Reader, key types.NamespacedName, obj cli
 	return false, fmt.Errorf("get %s %s: %w", kind(obj), where, err)
 }
 
+// Lookup reads the object at key into a new T: nil when there is none,
+// for a snapshot whose decision judges the absence. Errors are Get's.
+func Lookup[T any, P interface {
+	*T
+	client.Object
+}](ctx context.Context, c client.Reader, key types.NamespacedName) (P, error) {
+	obj := P(new(T))
+	if found, err := Get(ctx, c, key, obj); !found {
+		return nil, err
+	}
+	return obj, nil
+}
+
 // Live reads the object a pass reconciles into obj. ok is false when there
 // is nothing to reconcile: the object is gone (its delete event brought
 // the pass) or being deleted (what it owns goes with it through owner

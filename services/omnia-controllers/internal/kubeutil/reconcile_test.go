@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
-// TestGetAndLive: a missing object is no error for either; Live also
-// skips an object being deleted; any other failure is returned, by Get
-// with the kind and key.
+// TestGetAndLive: a missing object is no error for Get, Lookup (which
+// returns nil) or Live; Live also skips an object being deleted; any other
+// failure is returned, by Get and Lookup with the kind and key.
 func TestGetAndLive(t *testing.T) {
 	now := metav1.Now()
 	live := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: "ns"}}
@@ -47,6 +47,10 @@ func TestGetAndLive(t *testing.T) {
 			found, err := Get(context.Background(), c, key, &corev1.ConfigMap{})
 			if found != tc.found || errText(err) != tc.getErr || (err != nil && !errors.Is(err, boom)) {
 				t.Fatalf("Get = %v, %v; want %v, %q", found, err, tc.found, tc.getErr)
+			}
+			got, err := Lookup[corev1.ConfigMap](context.Background(), c, key)
+			if (got != nil) != tc.found || errText(err) != tc.getErr {
+				t.Fatalf("Lookup = %v, %v; want found %v, %q", got, err, tc.found, tc.getErr)
 			}
 			ok, err := Live(context.Background(), c, key, &corev1.ConfigMap{})
 			if ok != tc.ok || errText(err) != tc.liveErrText {

@@ -12,65 +12,22 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/agentselect"
-	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
 )
 
-// Kind names the kind in condition messages.
-const Kind = "MemoryPolicy"
-
 // Snapshot is everything one decision reads.
-type Snapshot struct {
-	// Policy is the policy being reconciled.
-	Policy *omniav1.MemoryPolicy
-	// All are the policies of the namespace, Policy among them or not.
-	All []omniav1.MemoryPolicy
-	// Agents are the AgentRuntimes of the namespace.
-	Agents []omniav1.AgentRuntime
-	// Now stamps condition transitions.
-	Now metav1.Time
+type Snapshot = agentselect.Snapshot[omniav1.MemoryPolicy]
+
+// Decide computes a policy's status (agentselect.Decide).
+func Decide(s Snapshot) agentselect.Decision {
+	return agentselect.Decide[omniav1.MemoryPolicy, *omniav1.MemoryPolicy, kind](s)
 }
 
-// Decision is what the reconciler writes and emits.
-type Decision struct {
-	// Status is the complete desired status.
-	Status omniav1.AgentPolicyStatus
-	// Changed reports whether Status differs from the stored one.
-	Changed bool
-	// Events are Warning events, one per transition into a spec problem.
-	Events []kubeutil.Event
-}
-
-// Decide computes a policy's status. A spec problem is a condition, never
-// an error: only an edit can fix it, and the policy watch brings that.
-func Decide(s Snapshot) Decision {
-	p := s.Policy
-	st := p.Status.DeepCopy()
-	st.ObservedGeneration = p.Generation
-	j := kubeutil.Judgement{Conditions: &st.Conditions, Generation: p.Generation, Now: s.Now}
-	self, fault := policyOf(p)
-	in := agentselect.Input{Kind: Kind, Self: self, Fault: fault, InForce: inForce(p)}
-	for i := range s.All {
-		if q := &s.All[i]; q.Name != p.Name {
-			peer, _ := policyOf(q)
-			in.Peers = append(in.Peers, peer)
-		}
-	}
-	for _, a := range s.Agents {
-		in.Agents = append(in.Agents, agentselect.Agent{Name: a.Name, Labels: a.Labels})
-	}
-	agentselect.Judge(st, &j, in)
-	return Decision{Status: *st, Changed: !equality.Semantic.DeepEqual(p.Status, *st), Events: j.Events}
-}
-
-// policyOf is p as the selection sees it, with its spec problem: a policy
+// Judge is p as the selection sees it, with its spec problem: a policy
 // with one has no selector and is in force nowhere, since a redaction it
 // cannot apply must not pass for one that is applied.
-func policyOf(p *omniav1.MemoryPolicy) (agentselect.Policy, *agentselect.Fault) {
+func (kind) Judge(p *omniav1.MemoryPolicy) (agentselect.Policy, *agentselect.Fault) {
 	out := agentselect.Policy{Name: p.Name, Created: p.CreationTimestamp}
 	if bad := badPatterns(p.Spec.Redact); len(bad) > 0 {
 		return out, &agentselect.Fault{Reason: omniav1.ReasonInvalidRedaction, Message: strings.Join(bad, "; ")}
@@ -98,8 +55,8 @@ func badPatterns(rules []omniav1.RedactionRule) []string {
 	return bad
 }
 
-// inForce says what a valid policy enforces.
-func inForce(p *omniav1.MemoryPolicy) string {
+// InForce says what a valid policy enforces.
+func (kind) InForce(p *omniav1.MemoryPolicy) string {
 	parts := []string{"memories kept until deleted"}
 	if r := p.Spec.Retention; r != nil {
 		parts[0] = "memories kept " + r.TTL.Duration.String()
@@ -123,24 +80,8 @@ func inForce(p *omniav1.MemoryPolicy) string {
 // controller can call it with the namespace's policies to hand the policy
 // to the agent's pods.
 func ForAgent(policies []omniav1.MemoryPolicy, agent *omniav1.AgentRuntime) (*omniav1.MemoryPolicy, time.Duration) {
-	var cands []agentselect.Policy
-	var idx []int
-	for i := range policies {
-		p := &policies[i]
-		if p.Namespace != agent.Namespace {
-			continue
-		}
-		if sel, fault := policyOf(p); fault == nil {
-			cands = append(cands, sel)
-			idx = append(idx, i)
-		}
-	}
-	w := agentselect.Winner(cands, agent.Labels)
-	if w < 0 {
-		return nil, 0
-	}
-	p := &policies[idx[w]]
-	if p.Spec.Retention == nil {
+	p := agentselect.ForAgent[omniav1.MemoryPolicy, *omniav1.MemoryPolicy, kind](policies, agent)
+	if p == nil || p.Spec.Retention == nil {
 		return p, 0
 	}
 	return p, p.Spec.Retention.TTL.Duration

@@ -103,11 +103,9 @@ func (r *Reconciler) stampLabel(ctx context.Context, pack *omniav1.PromptPack) e
 func (r *Reconciler) snapshot(ctx context.Context, pack *omniav1.PromptPack) (Snapshot, error) {
 	s := Snapshot{Pack: pack, Now: kubeutil.PassTime(r.Now)}
 	if ref := pack.Spec.Source.ConfigMapRef; ref != nil && pack.Spec.Source.Type == omniav1.SourceTypeConfigMap {
-		cm := &corev1.ConfigMap{}
-		if found, err := kubeutil.Get(ctx, r.Client, types.NamespacedName{Namespace: pack.Namespace, Name: ref.Name}, cm); err != nil {
+		var err error
+		if s.ConfigMap, err = kubeutil.Lookup[corev1.ConfigMap](ctx, r.Client, types.NamespacedName{Namespace: pack.Namespace, Name: ref.Name}); err != nil {
 			return s, err
-		} else if found {
-			s.ConfigMap = cm
 		}
 	}
 	var sibs omniav1.PromptPackList

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -22,46 +23,40 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
 	c := ctrltest.StartManager(t, env) // cache and indexes only
-	cases := []struct {
-		name string
-		fail string
-	}{
-		{"reading the ConfigMap fails", ctrltest.Call("get", &corev1.ConfigMap{})},
-		{"listing the sibling versions fails", ctrltest.Call("list", &omniav1.PromptPackList{})},
-		{"listing the AgentRuntimes fails", ctrltest.Call("list", &omniav1.AgentRuntimeList{})},
-		{"writing the status fails", ctrltest.Call("status", &omniav1.PromptPack{})},
-		{"nothing fails: success is not requeued", ""},
+	cases := []ctrltest.Failure{
+		{Name: "reading the ConfigMap fails", Fail: ctrltest.Call("get", &corev1.ConfigMap{})},
+		{Name: "listing the sibling versions fails", Fail: ctrltest.Call("list", &omniav1.PromptPackList{})},
+		{Name: "listing the AgentRuntimes fails", Fail: ctrltest.Call("list", &omniav1.AgentRuntimeList{})},
+		{Name: "writing the status fails", Fail: ctrltest.Call("status", &omniav1.PromptPack{})},
+		{Name: "nothing fails: success is not requeued"},
 	}
-	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			name := fmt.Sprintf("p%d", i)
-			createPack(t, ns, name, name, "1.0.0", validPack) // a pack name of its own: no siblings
-			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}
-			ctrltest.Eventually(t, wait, func() error {
-				if _, err := getCached(c, ns, name); err != nil {
-					return err
-				}
-				return c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-cm"}, &corev1.ConfigMap{})
-			})
-			if tc.fail != "" {
-				ctrltest.ReturnsInjected(t, ctx, &Reconciler{Client: ctrltest.FailingOn(c, tc.fail), Validator: mustValidator(t)}, req)
+	newR := func(c client.Client) reconcile.Reconciler { return &Reconciler{Client: c, Validator: mustValidator(t)} }
+	ctrltest.CheckFailuresReturned(t, c, newR, cases, func(t *testing.T, i int) reconcile.Request {
+		name := fmt.Sprintf("p%d", i)
+		createPack(t, ns, name, name, "1.0.0", validPack) // a pack name of its own: no siblings
+		ctrltest.Eventually(t, wait, func() error {
+			if _, err := getCached(c, ns, name); err != nil {
+				return err
 			}
-			// The retries controller-runtime would make (after the error,
-			// and after any event a stale cache hid); every successful pass
-			// must ask for nothing.
-			r := &Reconciler{Client: c, Validator: mustValidator(t)}
-			ctrltest.Eventually(t, wait, func() error {
-				res, err := r.Reconcile(ctx, req)
-				if err != nil {
-					return err
-				}
-				if res != (reconcile.Result{}) {
-					t.Fatalf("a successful pass asked for %+v; success is never requeued", res)
-				}
-				return phaseIs(ns, name, omniav1.PromptPackPhaseActive)()
-			})
+			return c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-cm"}, &corev1.ConfigMap{})
 		})
-	}
+		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}
+	}, func(t *testing.T, req reconcile.Request) {
+		// The retries controller-runtime would make (after the error,
+		// and after any event a stale cache hid); every successful pass
+		// must ask for nothing.
+		r := newR(c)
+		ctrltest.Eventually(t, wait, func() error {
+			res, err := r.Reconcile(ctx, req)
+			if err != nil {
+				return err
+			}
+			if res != (reconcile.Result{}) {
+				t.Fatalf("a successful pass asked for %+v; success is never requeued", res)
+			}
+			return phaseIs(ns, req.Name, omniav1.PromptPackPhaseActive)()
+		})
+	})
 }
 
 // TestPublishedVersionIsImmutable: a PromptPack is an immutable version

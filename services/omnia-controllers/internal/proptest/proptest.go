@@ -5,7 +5,8 @@
 // input). The helpers here are the parts every controller's generator
 // shares: picking values, times and durations the way the API server and
 // the reconcilers produce them, and storing a status the way the API
-// server does.
+// server does; and, in Status, the properties every status-only decision
+// promises.
 package proptest
 
 import (

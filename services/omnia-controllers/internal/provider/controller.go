@@ -110,11 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // secret reads a Secret the Provider names; nil when it does not exist.
 func (r *Reconciler) secret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
-	s := &corev1.Secret{}
-	if found, err := kubeutil.Get(ctx, r.Client, types.NamespacedName{Namespace: ns, Name: name}, s); !found {
-		return nil, err
-	}
-	return s, nil
+	return kubeutil.Lookup[corev1.Secret](ctx, r.Client, types.NamespacedName{Namespace: ns, Name: name})
 }
 
 // SetupWithManager wires the controller. The Provider is watched for spec

@@ -37,12 +37,8 @@ import (
 func TestDecideProperties(t *testing.T) {
 	counts := pt.Counts{}
 	pt.RunDecide(t, genSnapshot, fresh, Decide, sameDecision, func(r *rand.Rand, s Snapshot, d Decision) error {
-		unreachable := s.Health != nil && s.Health.Err != nil
-		switch {
-		case unreachable && d.RequeueAfter != UnreachableRetry:
-			return fmt.Errorf("unreachable endpoint requeues after %s, want %s", d.RequeueAfter, UnreachableRetry)
-		case !unreachable && d.RequeueAfter != 0:
-			return fmt.Errorf("requeue after %s without an unreachable endpoint", d.RequeueAfter)
+		if err := checkTimer(s, d); err != nil {
+			return err
 		}
 		if err := checkStatus(s, d); err != nil {
 			return err
@@ -60,15 +56,24 @@ func TestDecideProperties(t *testing.T) {
 		if s.Probe != nil {
 			counts.Add("probed")
 		}
-		if d.Changed {
-			counts.Add("first pass writes")
-		} else {
-			counts.Add("first pass writes nothing")
-		}
+		counts.AddWrite(d.Changed)
 		return nil
 	})
 	counts.Require(t, 0.02, "phase Ready", "phase Error", "phase Unavailable", "retry", "events", "probed",
-		"first pass writes", "first pass writes nothing")
+		"status write", "no status write")
+}
+
+// checkTimer: the only timer is UnreachableRetry, exactly while the
+// endpoint is unreachable.
+func checkTimer(s Snapshot, d Decision) error {
+	unreachable := s.Health != nil && s.Health.Err != nil
+	switch {
+	case unreachable && d.RequeueAfter != UnreachableRetry:
+		return fmt.Errorf("unreachable endpoint requeues after %s, want %s", d.RequeueAfter, UnreachableRetry)
+	case !unreachable && d.RequeueAfter != 0:
+		return fmt.Errorf("requeue after %s without an unreachable endpoint", d.RequeueAfter)
+	}
+	return nil
 }
 
 // fresh copies the Provider, the part of a snapshot Decide could write.

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -27,39 +28,34 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 	if err := env.Client.Create(ctx, sec); err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct {
-		name string
-		fail string
-	}{
-		{"reading the credential Secret fails", ctrltest.Call("get", &corev1.Secret{})},
-		{"writing the status fails", ctrltest.Call("status", &omniav1.Provider{})},
-		{"nothing fails: success is not requeued", ""},
+	cases := []ctrltest.Failure{
+		{Name: "reading the credential Secret fails", Fail: ctrltest.Call("get", &corev1.Secret{})},
+		{Name: "writing the status fails", Fail: ctrltest.Call("status", &omniav1.Provider{})},
+		{Name: "nothing fails: success is not requeued"},
 	}
-	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p := &omniav1.Provider{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: ns},
-				Spec: omniav1.ProviderSpec{Type: omniav1.ProviderTypeMock, Credential: &omniav1.CredentialConfig{SecretRef: &omniav1.SecretKeyRef{Name: "key"}}}}
-			if err := env.Client.Create(ctx, p); err != nil {
-				t.Fatal(err)
+	newR := func(c client.Client) reconcile.Reconciler { return &Reconciler{Client: c} }
+	ctrltest.CheckFailuresReturned(t, c, newR, cases, func(t *testing.T, i int) reconcile.Request {
+		p := &omniav1.Provider{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: ns},
+			Spec: omniav1.ProviderSpec{Type: omniav1.ProviderTypeMock, Credential: &omniav1.CredentialConfig{SecretRef: &omniav1.SecretKeyRef{Name: "key"}}}}
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: p.Name}}
+		ctrltest.Eventually(t, wait, func() error {
+			if err := c.Get(ctx, req.NamespacedName, &omniav1.Provider{}); err != nil {
+				return err
 			}
-			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: p.Name}}
-			ctrltest.Eventually(t, wait, func() error {
-				if err := c.Get(ctx, req.NamespacedName, &omniav1.Provider{}); err != nil {
-					return err
-				}
-				return c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "key"}, &corev1.Secret{})
-			})
-			if tc.fail != "" {
-				ctrltest.ReturnsInjected(t, ctx, &Reconciler{Client: ctrltest.FailingOn(c, tc.fail)}, req)
-			}
-			res, err := (&Reconciler{Client: c}).Reconcile(ctx, req)
-			if err != nil || res != (reconcile.Result{}) {
-				t.Fatalf("result %+v err %v; want success with no timer", res, err)
-			}
-			got := &omniav1.Provider{}
-			if err := env.Client.Get(ctx, req.NamespacedName, got); err != nil || got.Status.Phase != omniav1.ProviderPhaseReady {
-				t.Fatalf("after the retry: phase %q %v (%+v)", got.Status.Phase, err, got.Status.Conditions)
-			}
+			return c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "key"}, &corev1.Secret{})
 		})
-	}
+		return req
+	}, func(t *testing.T, req reconcile.Request) {
+		res, err := newR(c).Reconcile(ctx, req)
+		if err != nil || res != (reconcile.Result{}) {
+			t.Fatalf("result %+v err %v; want success with no timer", res, err)
+		}
+		got := &omniav1.Provider{}
+		if err := env.Client.Get(ctx, req.NamespacedName, got); err != nil || got.Status.Phase != omniav1.ProviderPhaseReady {
+			t.Fatalf("after the retry: phase %q %v (%+v)", got.Status.Phase, err, got.Status.Conditions)
+		}
+	})
 }

@@ -2,7 +2,6 @@ package sandboxclass
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	nodev1 "k8s.io/api/node/v1"
@@ -36,38 +35,33 @@ type Reconciler struct {
 // Reconcile checks one SandboxClass.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	c := &omniav1.SandboxClass{}
-	if ok, err := kubeutil.Live(ctx, r.Client, req.NamespacedName, c); !ok {
-		return reconcile.Result{}, err
-	}
+	w := kubeutil.StatusWriter{Client: r.Client, Recorder: r.Recorder, Action: "Check"}
+	return kubeutil.ReconcileStatus(ctx, w, req, c, &c.Status, func(ctx context.Context) (Decision, error) {
+		s, err := r.snapshot(ctx, c)
+		if err != nil {
+			return Decision{}, err
+		}
+		return Decide(s), nil
+	})
+}
+
+// snapshot reads what c references: its RuntimeClass and Connections.
+func (r *Reconciler) snapshot(ctx context.Context, c *omniav1.SandboxClass) (Snapshot, error) {
 	s := Snapshot{Class: c, Connections: map[string]bool{}, Now: kubeutil.PassTime(r.Now)}
 	if n := runtimeClass(c); n != "" {
-		rc := &nodev1.RuntimeClass{}
-		found, err := kubeutil.Get(ctx, r.Client, types.NamespacedName{Name: n}, rc)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if found {
-			s.RuntimeClass = rc
+		var err error
+		if s.RuntimeClass, err = kubeutil.Lookup[nodev1.RuntimeClass](ctx, r.Client, types.NamespacedName{Name: n}); err != nil {
+			return s, err
 		}
 	}
 	for _, ref := range c.Spec.AllowedConnections {
 		found, err := kubeutil.Get(ctx, r.Client, types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}, &omniav1.Connection{})
 		if err != nil {
-			return reconcile.Result{}, err
+			return s, err
 		}
 		s.Connections[ref.Name] = found
 	}
-	d := Decide(s)
-	kubeutil.Emit(r.Recorder, c, "Check", d.Events)
-	if d.Changed {
-		c.Status = d.Status
-		// A 409 is returned, not dropped: the SandboxClass watch passes spec
-		// changes only, so no later event would bring the pass back.
-		if err := r.Client.Status().Update(ctx, c); err != nil {
-			return reconcile.Result{}, fmt.Errorf("write status of SandboxClass %s: %w", req, err)
-		}
-	}
-	return reconcile.Result{}, d.Retry
+	return s, nil
 }
 
 // SetupWithManager wires the controller: SandboxClasses, for spec changes

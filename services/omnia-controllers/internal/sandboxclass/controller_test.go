@@ -2,7 +2,6 @@ package sandboxclass
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
@@ -27,16 +25,10 @@ func start(t *testing.T) {
 }
 
 func statusIs(ns, name string, phase omniav1.SandboxClassPhase, reason string) func() error {
-	return func() error {
-		c := &omniav1.SandboxClass{}
-		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, c); err != nil {
-			return err
-		}
-		if c.Status.ObservedGeneration != c.Generation {
-			return fmt.Errorf("observedGeneration %d of %d", c.Status.ObservedGeneration, c.Generation)
-		}
-		return ctrltest.PhaseReason(c.Status.Phase, c.Status.Conditions, phase, omniav1.ConditionReady, reason)
-	}
+	return ctrltest.ReadyPhase(env.Client, types.NamespacedName{Namespace: ns, Name: name}, phase, reason,
+		func(c *omniav1.SandboxClass) (omniav1.SandboxClassPhase, int64, []metav1.Condition) {
+			return c.Status.Phase, c.Status.ObservedGeneration, c.Status.Conditions
+		})
 }
 
 // TestReferencesDriveReady: a SandboxClass is Failed while its RuntimeClass
@@ -110,28 +102,14 @@ func edit(ctx context.Context, c *omniav1.SandboxClass, change func(*omniav1.San
 // TestOneWorker: the SandboxClass controller runs controller-runtime's
 // default of one reconcile at a time.
 func TestOneWorker(t *testing.T) {
-	ns := env.Namespace(t)
-	gate := &ctrltest.Gate{Hold: 300 * time.Millisecond}
-	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, gate)
-	})
-	for i := range 4 {
+	ctrltest.CheckWorkers(t, env, newReconciler, 300*time.Millisecond, 1, 4, func(ns, name string) client.Object {
 		c := class(0, "")
-		c.Namespace, c.Name = ns, fmt.Sprintf("c-%d", i)
-		if err := env.Client.Create(context.Background(), c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctrltest.Eventually(t, wait, func() error {
-		if passes, _, _ := gate.Stats(); passes < 4 {
-			return fmt.Errorf("%d passes", passes)
-		}
-		return nil
+		c.Namespace, c.Name = ns, name
+		return c
 	})
-	if _, most, _ := gate.Stats(); most != 1 {
-		t.Fatalf("%d passes ran at once; want 1", most)
-	}
 }
+
+func newReconciler(c client.Client) ctrltest.Wirer { return &Reconciler{Client: c} }
 
 // TestWatchesMapToClasses: with passes that always succeed (so no retry
 // can bring one), creating or deleting the RuntimeClass or an allowed
@@ -140,12 +118,7 @@ func TestOneWorker(t *testing.T) {
 func TestWatchesMapToClasses(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	passes := &ctrltest.Counter{Inner: reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
-		return reconcile.Result{}, nil
-	})}
-	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, passes)
-	})
+	passes := ctrltest.StartCounting(t, env, newReconciler)
 	rcName := "kata-" + ns
 	c := class(0, rcName, "github")
 	c.Namespace = ns

@@ -15,7 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -36,20 +35,11 @@ type Snapshot struct {
 	Now metav1.Time
 }
 
-// Decision is what the reconciler writes, emits and returns.
-type Decision struct {
-	// Status is the complete desired status.
-	Status omniav1.SandboxClassStatus
-	// Changed reports whether Status differs from the stored status; only
-	// then is it written.
-	Changed bool
-	// Events are Warning events, one per transition into a fault.
-	Events []kubeutil.Event
-	// Retry is returned from Reconcile when a referenced object is
-	// missing: it is retried with backoff, on top of the watches. A spec
-	// problem waits for an edit.
-	Retry error
-}
+// Decision is what the reconciler writes, emits and returns: Warning
+// events, one per transition into a fault, and Retry when a referenced
+// object is missing — it is retried with backoff, on top of the watches.
+// A spec problem waits for an edit.
+type Decision = kubeutil.Outcome[omniav1.SandboxClassStatus]
 
 type fault struct{ reason, msg string }
 
@@ -98,7 +88,7 @@ func Decide(s Snapshot) Decision {
 		st.Phase = omniav1.SandboxClassPhaseReady
 		j.Set(omniav1.ConditionReady, metav1.ConditionTrue, omniav1.ReasonSandboxClassValid, summary(c))
 	}
-	return Decision{Status: *st, Changed: !equality.Semantic.DeepEqual(c.Status, *st), Events: j.Events, Retry: retry}
+	return kubeutil.Decided(c.Status, *st, j.Events, retry)
 }
 
 // runtimeClass is spec.runtimeClassName, "" for the cluster's default.

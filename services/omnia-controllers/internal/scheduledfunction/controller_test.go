@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -188,24 +189,9 @@ func TestWrongModeIsACondition(t *testing.T) {
 
 // TestThreeWorkers: the controller runs up to three passes at once.
 func TestThreeWorkers(t *testing.T) {
-	ns := env.Namespace(t)
-	gate := &ctrltest.Gate{Hold: 500 * time.Millisecond}
-	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, gate)
-	})
-	for i := range 6 {
-		if err := env.Client.Create(context.Background(), &omniav1.ScheduledFunction{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("f-%d", i), Namespace: ns},
-			Spec: omniav1.ScheduledFunctionSpec{Schedule: "* * * * *", AgentRuntimeRef: omniav1.LocalObjectReference{Name: "fn"}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctrltest.Eventually(t, wait, func() error {
-		if passes, _, _ := gate.Stats(); passes < 6 {
-			return fmt.Errorf("%d passes", passes)
-		}
-		return nil
-	})
-	if _, most, twice := gate.Stats(); most != 3 || twice {
-		t.Fatalf("%d passes ran at once (one object twice: %v); want 3", most, twice)
-	}
+	ctrltest.CheckWorkers(t, env, func(c client.Client) ctrltest.Wirer { return &Reconciler{Client: c} }, 500*time.Millisecond, 3, 6,
+		func(ns, name string) client.Object {
+			return &omniav1.ScheduledFunction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: omniav1.ScheduledFunctionSpec{Schedule: "* * * * *", AgentRuntimeRef: omniav1.LocalObjectReference{Name: "fn"}}}
+		})
 }

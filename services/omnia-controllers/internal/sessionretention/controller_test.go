@@ -105,23 +105,7 @@ func TestPoliciesFollowAgentsAndEachOther(t *testing.T) {
 
 // TestThreeWorkers: the controller runs up to three passes at once.
 func TestThreeWorkers(t *testing.T) {
-	ns := env.Namespace(t)
-	gate := &ctrltest.Gate{Hold: 500 * time.Millisecond}
-	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, gate)
-	})
-	for i := range 6 {
-		if err := env.Client.Create(context.Background(), newPolicy(ns, fmt.Sprintf("p-%d", i), nil)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctrltest.Eventually(t, wait, func() error {
-		if passes, _, _ := gate.Stats(); passes < 6 {
-			return fmt.Errorf("%d passes", passes)
-		}
-		return nil
-	})
-	if _, most, twice := gate.Stats(); most != 3 || twice {
-		t.Fatalf("%d passes ran at once (one object twice: %v); want 3", most, twice)
-	}
+	ctrltest.CheckWorkers(t, env, newReconciler, 500*time.Millisecond, 3, 6, func(ns, name string) client.Object { return newPolicy(ns, name, nil) })
 }
+
+func newReconciler(c client.Client) ctrltest.Wirer { return &Reconciler{Client: c} }

@@ -2,7 +2,6 @@ package skillsource
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,30 +28,18 @@ type Reconciler struct {
 }
 
 // Reconcile parses one SkillSource's ConfigMap and publishes its skills.
+// A missing ConfigMap is the decision's Retry: controller-runtime retries
+// with backoff, on top of the ConfigMap watch.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	src := &omniav1.SkillSource{}
-	if ok, err := kubeutil.Live(ctx, r.Client, req.NamespacedName, src); !ok {
-		return reconcile.Result{}, err
-	}
-	s := Snapshot{Source: src, Now: kubeutil.PassTime(r.Now)}
-	cm := &corev1.ConfigMap{}
-	if found, err := kubeutil.Get(ctx, r.Client, types.NamespacedName{Namespace: src.Namespace, Name: src.Spec.ConfigMapRef.Name}, cm); err != nil {
-		return reconcile.Result{}, err
-	} else if found {
-		s.ConfigMap = cm
-	}
-	d := Decide(s)
-	if d.Changed {
-		src.Status = d.Status
-		// A 409 is returned, not dropped: the SkillSource watch passes spec
-		// changes only, so no later event would bring the pass back.
-		if err := r.Client.Status().Update(ctx, src); err != nil {
-			return reconcile.Result{}, fmt.Errorf("write status of SkillSource %s: %w", req, err)
+	w := kubeutil.StatusWriter{Client: r.Client}
+	return kubeutil.ReconcileStatus(ctx, w, req, src, &src.Status, func(ctx context.Context) (Decision, error) {
+		cm, err := kubeutil.Lookup[corev1.ConfigMap](ctx, r.Client, types.NamespacedName{Namespace: src.Namespace, Name: src.Spec.ConfigMapRef.Name})
+		if err != nil {
+			return Decision{}, err
 		}
-	}
-	// d.Retry is a missing ConfigMap: returning it makes controller-runtime
-	// retry with backoff, on top of the ConfigMap watch.
-	return reconcile.Result{}, d.Retry
+		return Decide(Snapshot{Source: src, ConfigMap: cm, Now: kubeutil.PassTime(r.Now)}), nil
+	})
 }
 
 // SetupWithManager wires the controller: SkillSources, for spec changes

@@ -30,19 +30,11 @@ type Snapshot struct {
 	Now metav1.Time
 }
 
-// Decision is what the reconciler writes and returns.
-type Decision struct {
-	// Status is the complete desired status.
-	Status omniav1.SkillSourceStatus
-	// Changed reports whether Status differs from the stored status; only
-	// then is it written.
-	Changed bool
-	// Retry, when set, is returned from Reconcile so controller-runtime
-	// retries with backoff: the referenced ConfigMap does not exist. Bad
-	// content waits for the ConfigMap watch instead, since a retry would
-	// read the same content.
-	Retry error
-}
+// Decision is what the reconciler writes and returns; it emits no events.
+// Retry is set when the referenced ConfigMap does not exist; bad content
+// waits for the ConfigMap watch instead, since a retry would read the
+// same content.
+type Decision = kubeutil.Outcome[omniav1.SkillSourceStatus]
 
 // Decide computes a SkillSource's status from a snapshot.
 func Decide(s Snapshot) Decision {

@@ -6,10 +6,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -30,43 +28,27 @@ import (
 //   - its status, stored and decided on again later with the same
 //     ConfigMap, needs no write.
 func TestDecideProperties(t *testing.T) {
-	counts := pt.Counts{}
-	pt.RunDecide(t, genSnapshot, fresh, Decide, sameDecision, func(r *rand.Rand, s Snapshot, d Decision) error {
-		if err := checkStatus(s, d); err != nil {
-			return err
-		}
-		stored, err := pt.Written(d.Status, s.Source.Status, d.Changed)
-		if err != nil {
-			return err
-		}
-		s3 := fresh(s)
-		s3.Source.Status, s3.Now = stored, pt.Later(r, s.Now, time.Hour)
-		if next := Decide(s3); next.Changed || !equality.Semantic.DeepEqual(next.Status, stored) {
-			return fmt.Errorf("the written status needs another write: %s", pt.Diff(stored, next.Status))
-		}
-		counts.Add("phase " + string(d.Status.Phase))
-		if c := meta.FindStatusCondition(d.Status.Conditions, omniav1.ConditionReady); c != nil {
-			counts.Add("reason " + c.Reason)
-		}
-		if d.Changed {
-			counts.Add("status write")
-		} else {
-			counts.Add("no status write")
-		}
-		return nil
-	})
-	counts.Require(t, 0.02, "phase Ready", "phase Error", "reason "+omniav1.ReasonSkillConfigMapNotFound, "reason "+omniav1.ReasonNoSkillDocuments,
+	decision.Run(t, genSnapshot, checkStatus).Require(t, 0.02, "phase Ready", "phase Error", "reason "+omniav1.ReasonSkillConfigMapNotFound, "reason "+omniav1.ReasonNoSkillDocuments,
 		"reason "+omniav1.ReasonInvalidSkillDocument, "reason "+omniav1.ReasonDuplicateSkillName, "status write", "no status write")
 }
+
+// decision is Decide as the property tests drive it.
+var decision = pt.Status[Snapshot, omniav1.SkillSourceStatus]{Fresh: fresh, Decide: Decide,
+	At: func(s *Snapshot) (metav1.Object, *omniav1.SkillSourceStatus, *metav1.Time) {
+		return s.Source, &s.Source.Status, &s.Now
+	},
+	Outcomes: func(st omniav1.SkillSourceStatus) []string {
+		out := []string{"phase " + string(st.Phase)}
+		if c := meta.FindStatusCondition(st.Conditions, omniav1.ConditionReady); c != nil {
+			out = append(out, "reason "+c.Reason)
+		}
+		return out
+	}}
 
 // fresh copies the SkillSource, the part of a snapshot Decide could write.
 func fresh(s Snapshot) Snapshot {
 	s.Source = s.Source.DeepCopy()
 	return s
-}
-
-func sameDecision(a, b Decision) bool {
-	return equality.Semantic.DeepEqual(a.Status, b.Status) && a.Changed == b.Changed && (a.Retry == nil) == (b.Retry == nil)
 }
 
 func checkStatus(s Snapshot, d Decision) error {
@@ -105,9 +87,6 @@ func checkStatus(s Snapshot, d Decision) error {
 		return errors.New("ConfigMap missing, but no retry")
 	case s.ConfigMap != nil && d.Retry != nil:
 		return fmt.Errorf("retry with the ConfigMap present: %w", d.Retry)
-	}
-	if d.Changed == equality.Semantic.DeepEqual(st, s.Source.Status) {
-		return fmt.Errorf("changed %v, but the status differs: %v", d.Changed, !d.Changed)
 	}
 	return nil
 }
@@ -150,28 +129,14 @@ func genSnapshot(r *rand.Rand) Snapshot {
 		}
 		s.ConfigMap = cm
 	}
-	switch r.IntN(3) {
-	case 0:
-	case 1:
-		src.Status = omniav1.SkillSourceStatus{
+	decision.Prior(r, &s, func() omniav1.SkillSourceStatus {
+		return omniav1.SkillSourceStatus{
 			Phase:              pt.Pick(r, omniav1.SkillSourcePhasePending, omniav1.SkillSourcePhaseReady, omniav1.SkillSourcePhaseError, ""),
 			ObservedGeneration: int64(r.IntN(4)),
 			ContentChecksum:    pt.Pick(r, "", "sha256:old"),
 			Skills:             []omniav1.SkillSourceSkill{{Name: "refunds", Key: "SKILL.md"}}[:r.IntN(2)],
 			Conditions:         pt.Conditions(r, 0.7, omniav1.ConditionReady, "SomeOtherCondition"),
 		}
-	default:
-		prev := s
-		prev.Source = src.DeepCopy()
-		if pt.Chance(r, 0.5) && prev.Source.Generation > 1 {
-			prev.Source.Generation--
-		}
-		src.Status = Decide(prev).Status
-	}
-	stored, err := pt.Stored(*src)
-	if err != nil {
-		panic(err)
-	}
-	s.Source = &stored
+	})
 	return s
 }

@@ -2,7 +2,6 @@ package toolpolicy
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"k8s.io/client-go/tools/events"
@@ -30,20 +29,10 @@ type Reconciler struct {
 // Reconcile compiles one ToolPolicy and records the result.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	p := &omniav1.ToolPolicy{}
-	if ok, err := kubeutil.Live(ctx, r.Client, req.NamespacedName, p); !ok {
-		return reconcile.Result{}, err
-	}
-	d := Decide(Snapshot{Policy: p, Now: kubeutil.PassTime(r.Now)})
-	kubeutil.Emit(r.Recorder, p, "Compile", d.Events)
-	if d.Changed {
-		p.Status = d.Status
-		// A 409 is returned, not dropped: the ToolPolicy watch passes spec
-		// changes only, so no later event would bring the pass back.
-		if err := r.Client.Status().Update(ctx, p); err != nil {
-			return reconcile.Result{}, fmt.Errorf("write status of ToolPolicy %s: %w", req, err)
-		}
-	}
-	return reconcile.Result{}, nil
+	w := kubeutil.StatusWriter{Client: r.Client, Recorder: r.Recorder, Action: "Compile"}
+	return kubeutil.ReconcileStatus(ctx, w, req, p, &p.Status, func(context.Context) (Decision, error) {
+		return Decide(Snapshot{Policy: p, Now: kubeutil.PassTime(r.Now)}), nil
+	})
 }
 
 // SetupWithManager wires the controller: ToolPolicies, for spec changes

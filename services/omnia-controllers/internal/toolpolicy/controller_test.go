@@ -122,25 +122,11 @@ func TestCompileErrorThenFix(t *testing.T) {
 // default of one reconcile at a time, as every controller whose count
 // docs/omnia-controllers.md does not raise.
 func TestOneWorker(t *testing.T) {
-	ns := env.Namespace(t)
-	gate := &ctrltest.Gate{Hold: 300 * time.Millisecond}
-	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, gate)
-	})
-	for i := range 4 {
+	ctrltest.CheckWorkers(t, env, newReconciler, 300*time.Millisecond, 1, 4, func(ns, name string) client.Object {
 		p := policy(0, []omniav1.ToolPolicyRule{rule("r", "false")})
-		p.Namespace, p.Name = ns, fmt.Sprintf("pol-%d", i)
-		if err := env.Client.Create(context.Background(), p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctrltest.Eventually(t, wait, func() error {
-		if passes, _, _ := gate.Stats(); passes < 4 {
-			return fmt.Errorf("%d passes", passes)
-		}
-		return nil
+		p.Namespace, p.Name = ns, name
+		return p
 	})
-	if _, most, _ := gate.Stats(); most != 1 {
-		t.Fatalf("%d passes ran at once; want 1", most)
-	}
 }
+
+func newReconciler(c client.Client) ctrltest.Wirer { return &Reconciler{Client: c} }

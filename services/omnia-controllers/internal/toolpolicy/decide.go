@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -32,17 +31,10 @@ type Snapshot struct {
 	Now metav1.Time
 }
 
-// Decision is what the reconciler writes and emits.
-type Decision struct {
-	// Status is the complete desired status.
-	Status omniav1.ToolPolicyStatus
-	// Changed reports whether Status differs from the stored status; only
-	// then is it written.
-	Changed bool
-	// Events mark transitions: PolicyCompiled, CompileError,
-	// NonCanonicalHeaderRef, once each, not on every pass.
-	Events []kubeutil.Event
-}
+// Decision is what the reconciler writes and emits. Its events mark
+// transitions: PolicyCompiled, CompileError, NonCanonicalHeaderRef, once
+// each, not on every pass. It never retries.
+type Decision = kubeutil.Outcome[omniav1.ToolPolicyStatus]
 
 // Decide computes a ToolPolicy's status. A spec problem is never retried:
 // the same spec compiles the same way, and an edit is a watch event.
@@ -86,7 +78,7 @@ func Decide(s Snapshot) Decision {
 			fmt.Sprintf("policy is active: %s mode, %d rule(s) govern the calls of ToolRegistry %q", mode(p), n, p.Spec.Selector.Registry))
 	}
 	headerRefs(p, &j)
-	return Decision{Status: *st, Changed: !equality.Semantic.DeepEqual(p.Status, *st), Events: j.Events}
+	return kubeutil.Decided(p.Status, *st, j.Events, nil)
 }
 
 // headerRefs judges HeaderRefsCanonical. A lookup of a non-canonical name

@@ -34,12 +34,8 @@ import (
 func TestDecideProperties(t *testing.T) {
 	counts := pt.Counts{}
 	pt.RunDecide(t, genSnapshot, fresh, Decide, sameDecision, func(r *rand.Rand, s Snapshot, d Decision) error {
-		probing := Probing(s.Registry)
-		switch {
-		case probing && d.RequeueAfter < MinProbeInterval:
-			return fmt.Errorf("probing requeues after %s, under %s", d.RequeueAfter, MinProbeInterval)
-		case !probing && d.RequeueAfter != 0:
-			return fmt.Errorf("not probing yet requeues after %s", d.RequeueAfter)
+		if err := checkTimer(s, d); err != nil {
+			return err
 		}
 		if err := checkStatus(s, d); err != nil {
 			return err
@@ -48,14 +44,10 @@ func TestDecideProperties(t *testing.T) {
 			return err
 		}
 		counts.Add("phase " + string(d.Status.Phase))
-		if probing {
+		if Probing(s.Registry) {
 			counts.Add("probing")
 		}
-		if d.Changed {
-			counts.Add("first pass writes")
-		} else {
-			counts.Add("first pass writes nothing")
-		}
+		counts.AddWrite(d.Changed)
 		for _, c := range d.Status.Conditions {
 			if c.Status == metav1.ConditionFalse {
 				counts.Add(c.Type + " False")
@@ -63,8 +55,20 @@ func TestDecideProperties(t *testing.T) {
 		}
 		return nil
 	})
-	counts.Require(t, 0.02, "phase Ready", "phase Degraded", "phase Failed", "probing", "first pass writes",
-		"first pass writes nothing", "HandlersValid False", "PolicyBound False", "SandboxesValid False", "SandboxConnectionsValid False")
+	counts.Require(t, 0.02, "phase Ready", "phase Degraded", "phase Failed", "probing", "status write",
+		"no status write", "HandlersValid False", "PolicyBound False", "SandboxesValid False", "SandboxConnectionsValid False")
+}
+
+// checkTimer: a timer only while probing, never under MinProbeInterval.
+func checkTimer(s Snapshot, d Decision) error {
+	probing := Probing(s.Registry)
+	switch {
+	case probing && d.RequeueAfter < MinProbeInterval:
+		return fmt.Errorf("probing requeues after %s, under %s", d.RequeueAfter, MinProbeInterval)
+	case !probing && d.RequeueAfter != 0:
+		return fmt.Errorf("not probing yet requeues after %s", d.RequeueAfter)
+	}
+	return nil
 }
 
 // fresh copies the registry, the part of a snapshot Decide could write.

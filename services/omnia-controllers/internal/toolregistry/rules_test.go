@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -31,47 +32,42 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 		ctrltest.Call("get", &omniav1.Connection{}):      true,
 		ctrltest.Call("status", &omniav1.ToolRegistry{}): true,
 	}
-	cases := []struct {
-		name string
-		fail string
-	}{
-		{"listing the ToolPolicies fails", ctrltest.Call("list", &omniav1.ToolPolicyList{})},
-		{"reading a SandboxClass fails", ctrltest.Call("get", &omniav1.SandboxClass{})},
-		{"reading a Connection fails", ctrltest.Call("get", &omniav1.Connection{})},
-		{"writing the status fails", ctrltest.Call("status", &omniav1.ToolRegistry{})},
-		{"nothing fails: success is not requeued", ""},
+	cases := []ctrltest.Failure{
+		{Name: "listing the ToolPolicies fails", Fail: ctrltest.Call("list", &omniav1.ToolPolicyList{})},
+		{Name: "reading a SandboxClass fails", Fail: ctrltest.Call("get", &omniav1.SandboxClass{})},
+		{Name: "reading a Connection fails", Fail: ctrltest.Call("get", &omniav1.Connection{})},
+		{Name: "writing the status fails", Fail: ctrltest.Call("status", &omniav1.ToolRegistry{})},
+		{Name: "nothing fails: success is not requeued"},
 	}
-	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := mcpH("fs") // sandboxes are for stdio mcp handlers
-			h.Sandbox = &omniav1.HandlerSandbox{ClassName: "gvisor", ConnectionRefs: []omniav1.LocalObjectReference{{Name: "github"}}}
-			tr := registry(false, h)
-			tr.Name = fmt.Sprintf("tools-%d", i)
-			create(t, ns, tr)
-			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: tr.Name}}
-			ctrltest.Eventually(t, wait, func() error { return c.Get(ctx, req.NamespacedName, &omniav1.ToolRegistry{}) })
-			if tc.fail != "" {
-				ctrltest.ReturnsInjected(t, ctx, &Reconciler{Client: ctrltest.FailingOn(c, tc.fail)}, req)
+	newR := func(c client.Client) reconcile.Reconciler { return &Reconciler{Client: c} }
+	ctrltest.CheckFailuresReturned(t, c, newR, cases, func(t *testing.T, i int) reconcile.Request {
+		h := mcpH("fs") // sandboxes are for stdio mcp handlers
+		h.Sandbox = &omniav1.HandlerSandbox{ClassName: "gvisor", ConnectionRefs: []omniav1.LocalObjectReference{{Name: "github"}}}
+		tr := registry(false, h)
+		tr.Name = fmt.Sprintf("tools-%d", i)
+		create(t, ns, tr)
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: tr.Name}}
+		ctrltest.Eventually(t, wait, func() error { return c.Get(ctx, req.NamespacedName, &omniav1.ToolRegistry{}) })
+		return req
+	}, func(t *testing.T, req reconcile.Request) {
+		f := &ctrltest.Failing{Client: c}
+		res, err := newR(f).Reconcile(ctx, req)
+		if err != nil || res != (reconcile.Result{}) {
+			t.Fatalf("result %+v err %v; want success with no timer (probing is off)", res, err)
+		}
+		for _, call := range f.Calls() {
+			if !allowed[call] {
+				t.Errorf("a pass made %q; discovery reads the spec, not the cluster", call)
 			}
-			f := &ctrltest.Failing{Client: c}
-			res, err := (&Reconciler{Client: f}).Reconcile(ctx, req)
-			if err != nil || res != (reconcile.Result{}) {
-				t.Fatalf("result %+v err %v; want success with no timer (probing is off)", res, err)
-			}
-			for _, call := range f.Calls() {
-				if !allowed[call] {
-					t.Errorf("a pass made %q; discovery reads the spec, not the cluster", call)
-				}
-			}
-			got := &omniav1.ToolRegistry{}
-			if err := env.Client.Get(ctx, req.NamespacedName, got); err != nil {
-				t.Fatal(err)
-			}
-			if got.Status.Phase != omniav1.ToolRegistryPhaseReady || got.Status.DiscoveredToolsCount != 1 {
-				t.Fatalf("status %+v", got.Status)
-			}
-		})
-	}
+		}
+		got := &omniav1.ToolRegistry{}
+		if err := env.Client.Get(ctx, req.NamespacedName, got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Phase != omniav1.ToolRegistryPhaseReady || got.Status.DiscoveredToolsCount != 1 {
+			t.Fatalf("status %+v", got.Status)
+		}
+	})
 }
 
 // TestPolicyBoundFollowsTheToolPolicyWatch checks that the ToolPolicy
