@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/labels"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -56,14 +56,14 @@ func TestFoldReports(t *testing.T) {
 			wantReports: []omniav1.FacadeReport{entry("pod-b", 0, time.Minute)}, wantSessions: ptr(int32(0)), wantLast: at(time.Minute),
 			now: 11 * time.Minute, wantReaped: true},
 		{name: "the time of a deleted pod's entry still moves the deadline",
-			st:          omniav1.AgentRuntimeStatus{FacadeReports: []omniav1.FacadeReport{entry("pod-a", 2, 5 * time.Minute), entry("pod-b", 0, time.Minute)}},
+			st:          omniav1.AgentRuntimeStatus{FacadeReports: []omniav1.FacadeReport{entry("pod-a", 2, 5*time.Minute), entry("pod-b", 0, time.Minute)}},
 			pods:        map[string]bool{"pod-b": true},
 			wantReports: []omniav1.FacadeReport{entry("pod-b", 0, time.Minute)}, wantSessions: ptr(int32(0)), wantLast: at(5 * time.Minute),
 			now: 11 * time.Minute},
 		{name: "all pods idle, the agent is reaped past the latest report plus idleTimeout",
-			st:          omniav1.AgentRuntimeStatus{FacadeReports: []omniav1.FacadeReport{entry("pod-a", 0, 2 * time.Minute), entry("pod-b", 0, time.Minute)}},
+			st:          omniav1.AgentRuntimeStatus{FacadeReports: []omniav1.FacadeReport{entry("pod-a", 0, 2*time.Minute), entry("pod-b", 0, time.Minute)}},
 			pods:        both,
-			wantReports: []omniav1.FacadeReport{entry("pod-a", 0, 2 * time.Minute), entry("pod-b", 0, time.Minute)}, wantSessions: ptr(int32(0)), wantLast: at(2 * time.Minute),
+			wantReports: []omniav1.FacadeReport{entry("pod-a", 0, 2*time.Minute), entry("pod-b", 0, time.Minute)}, wantSessions: ptr(int32(0)), wantLast: at(2 * time.Minute),
 			now: 12 * time.Minute, wantReaped: true},
 		{name: "lastActivityTime never moves back to an older report",
 			st: omniav1.AgentRuntimeStatus{LastActivityTime: at(8 * time.Minute), ActiveSessions: ptr(int32(0)),
