@@ -164,3 +164,29 @@ func TestSessionsOfADeletedPodDoNotCount(t *testing.T) {
 	ctrltest.Holds(t, replicasAre(ns, "agent", 2), res.requeueIs(ns, "agent", time.Minute))
 	reap(t, ns, clock, res)
 }
+
+// TestAPodGoingBringsAPass: the deletion of an agent pod alone, with no
+// other change (a bare pod no ReplicaSet counts, so no Deployment status
+// moves), brings the pass that drops its report: an agent whose only
+// busy pod is gone is not kept up until some other event.
+func TestAPodGoingBringsAPass(t *testing.T) {
+	ns, clock, res := startIdle(t, nil)
+	ctx := context.Background()
+	stable := livePod(t, ns, "agent")
+	labels := objectLabels("agent")
+	labels[omniav1.LabelTrack] = omniav1.TrackCanary
+	bare := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent-bare", Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "facade", Image: "facade:1"}}},
+	}
+	mustCreate(t, bare)
+	ctrltest.Eventually(t, wait, func() error { return applyReport(env.Client, ns, "agent", bare.Name, 2, clock.Now()) })
+	ctrltest.Eventually(t, wait, reportsAre(ns, "agent", 2, stable, bare.Name))
+	ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", 0))
+
+	if err := env.Client.Delete(ctx, bare); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, reportsAre(ns, "agent", 0, stable))
+	ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", 10*time.Minute))
+}
