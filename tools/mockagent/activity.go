@@ -26,9 +26,9 @@ type reporter interface {
 // a change when the last report is at least every old, else once every
 // has passed since it (the latest count then), so a burst of sessions
 // costs one write per period, never one per session. While sessions are
-// open it reports again every heartbeat, as activity at that time: the
-// controller counts from the latest activity, so a busy pod's entry
-// stays fresh should it be dropped before its pod is seen.
+// open it reports again every heartbeat, as activity at that time, so
+// an entry the controller dropped (its cache had not seen the pod yet)
+// comes back, and the idle deadline keeps counting from recent activity.
 type activity struct {
 	rep       reporter
 	every     time.Duration

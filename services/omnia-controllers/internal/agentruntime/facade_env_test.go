@@ -54,7 +54,7 @@ func TestFacadeReportsActivityWithItsOwnToken(t *testing.T) {
 	fc := facadeClient(t, ns, "agent")
 	pod := livePod(t, ns, "agent")
 
-	t.Run("the Role lets the facade read its agent and report to its status", func(t *testing.T) {
+	t.Run("the Role lets the facade read its agent and apply its report to its status", func(t *testing.T) {
 		if err := fc.Get(ctx, types.NamespacedName{Namespace: ns, Name: "agent"}, &omniav1.AgentRuntime{}); err != nil {
 			t.Fatalf("get own agent: %v", err)
 		}
