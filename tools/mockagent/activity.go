@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -25,10 +26,9 @@ type reporter interface {
 // a change when the last report is at least every old, else once every
 // has passed since it (the latest count then), so a burst of sessions
 // costs one write per period, never one per session. While sessions are
-// open it reports again every heartbeat, as activity at that time: with
-// several replicas each one's report overwrites the others', and the
-// heartbeat keeps a busy replica's sessions from being masked for longer
-// than that.
+// open it reports again every heartbeat, as activity at that time, so
+// an entry the controller dropped (its cache had not seen the pod yet)
+// comes back, and the idle deadline keeps counting from recent activity.
 type activity struct {
 	rep       reporter
 	every     time.Duration
@@ -132,11 +132,17 @@ func (a *activity) final(ctx context.Context) {
 	a.send(ctx)
 }
 
-// statusReporter patches the AgentRuntime's status through the API server
-// with the pod's ServiceAccount token, which the agent's facade Role lets
-// read and patch its own AgentRuntime's status and nothing else.
+// statusReporter applies the pod's own entry of the AgentRuntime's
+// status.facadeReports through the API server with the pod's
+// ServiceAccount token, which the agent's facade Role lets read and patch
+// its own AgentRuntime's status and nothing else. The apply's field
+// manager is omnia-facade/<pod>: each pod owns its entry, so replicas
+// never overwrite each other's counts; the controller sums them.
 type statusReporter struct {
 	url    string
+	agent  string
+	ns     string
+	pod    string
 	token  string
 	client *http.Client
 }
@@ -146,10 +152,10 @@ type statusReporter struct {
 const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 // inClusterReporter reads the pod's API server address, CA and token.
-func inClusterReporter(agent, ns string) (*statusReporter, error) {
+func inClusterReporter(agent, ns, pod string) (*statusReporter, error) {
 	host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
-	if host == "" || port == "" || agent == "" || ns == "" {
-		return nil, fmt.Errorf("not in a cluster (KUBERNETES_SERVICE_HOST/PORT, OMNIA_AGENT_NAME, OMNIA_NAMESPACE)")
+	if host == "" || port == "" || agent == "" || ns == "" || pod == "" {
+		return nil, fmt.Errorf("not in a cluster (KUBERNETES_SERVICE_HOST/PORT, OMNIA_AGENT_NAME, OMNIA_NAMESPACE, POD_NAME)")
 	}
 	token, err := os.ReadFile(serviceAccountDir + "/token")
 	if err != nil {
@@ -164,23 +170,40 @@ func inClusterReporter(agent, ns string) (*statusReporter, error) {
 		return nil, fmt.Errorf("no certificate in %s/ca.crt", serviceAccountDir)
 	}
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
-	return newStatusReporter("https://"+net.JoinHostPort(host, port), agent, ns, string(bytes.TrimSpace(token)), &http.Client{Transport: tr, Timeout: 10 * time.Second}), nil
+	return newStatusReporter("https://"+net.JoinHostPort(host, port), agent, ns, pod, string(bytes.TrimSpace(token)), &http.Client{Transport: tr, Timeout: 10 * time.Second}), nil
 }
 
-func newStatusReporter(base, agent, ns, token string, c *http.Client) *statusReporter {
-	return &statusReporter{url: fmt.Sprintf("%s/apis/omnia.altairalabs.ai/v1alpha1/namespaces/%s/agentruntimes/%s/status", base, ns, agent), token: token, client: c}
+func newStatusReporter(base, agent, ns, pod, token string, c *http.Client) *statusReporter {
+	q := url.Values{"fieldManager": {fieldManagerPrefix + pod}, "force": {"true"}}
+	return &statusReporter{url: fmt.Sprintf("%s/apis/omnia.altairalabs.ai/v1alpha1/namespaces/%s/agentruntimes/%s/status?%s", base, ns, agent, q.Encode()),
+		agent: agent, ns: ns, pod: pod, token: token, client: c}
 }
 
-// report merge-patches status.activeSessions and status.lastActivityTime,
-// the fields the controller's idle deadline reads.
+// fieldManagerPrefix starts a facade's field manager; the pod name
+// follows (services/omnia-controllers internal/agentruntime
+// FacadeFieldManager).
+const fieldManagerPrefix = "omnia-facade/"
+
+// report applies the pod's entry of status.facadeReports: its open
+// sessions and the time of the last change. The apply is forced: no one
+// else writes this entry, and a conflict would only delay the report.
 func (s *statusReporter) report(ctx context.Context, sessions int, at time.Time) error {
-	body, _ := json.Marshal(map[string]any{"status": map[string]any{
-		"activeSessions": sessions, "lastActivityTime": at.UTC().Format(time.RFC3339)}})
+	body, err := json.Marshal(map[string]any{
+		"apiVersion": "omnia.altairalabs.ai/v1alpha1",
+		"kind":       "AgentRuntime",
+		"metadata":   map[string]any{"name": s.agent, "namespace": s.ns},
+		"status": map[string]any{"facadeReports": []map[string]any{{
+			"pod": s.pod, "activeSessions": sessions, "lastActivityTime": at.UTC().Format(time.RFC3339)}}},
+	})
+	if err != nil {
+		return err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, s.url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/merge-patch+json")
+	// JSON is YAML: the apply patch type takes it as it is.
+	req.Header.Set("Content-Type", "application/apply-patch+yaml")
 	req.Header.Set("Authorization", "Bearer "+s.token)
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -188,7 +211,7 @@ func (s *statusReporter) report(ctx context.Context, sessions int, at time.Time)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("patch AgentRuntime status: HTTP %d", resp.StatusCode)
+		return fmt.Errorf("apply AgentRuntime status report: HTTP %d", resp.StatusCode)
 	}
 	return nil
 }

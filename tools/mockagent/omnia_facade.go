@@ -44,7 +44,7 @@ func omniaFacade(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var rep reporter
-	if sr, err := inClusterReporter(cfg.agent, cfg.namespace); err != nil {
+	if sr, err := inClusterReporter(cfg.agent, cfg.namespace, cfg.pod); err != nil {
 		// Without an API server (no token mounted) the facade still serves;
 		// only the idle deadline goes without reports.
 		log.Warn("no activity reports", "err", err)
@@ -63,13 +63,14 @@ func omniaFacade(args []string, stderr io.Writer) int {
 // environment.
 type facadeConfig struct {
 	agent, namespace    string
+	pod                 string
 	sessionAddr, health string
 	runtimeAddr         string
 	drainTimeout        time.Duration
 }
 
 func facadeConfigFromEnv(host string) (facadeConfig, error) {
-	c := facadeConfig{agent: os.Getenv("OMNIA_AGENT_NAME"), namespace: os.Getenv("OMNIA_NAMESPACE"),
+	c := facadeConfig{agent: os.Getenv("OMNIA_AGENT_NAME"), namespace: os.Getenv("OMNIA_NAMESPACE"), pod: os.Getenv("POD_NAME"),
 		runtimeAddr: os.Getenv("OMNIA_RUNTIME_ADDR"), drainTimeout: 30 * time.Second}
 	port, health := os.Getenv("OMNIA_FACADE_PORT"), os.Getenv("OMNIA_HEALTH_PORT")
 	if port == "" || health == "" || c.runtimeAddr == "" {

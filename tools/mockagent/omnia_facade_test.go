@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -76,35 +77,62 @@ func TestActivityReportsAreRateLimited(t *testing.T) {
 	r.none(t, 600*time.Millisecond)
 }
 
-// TestStatusReporterPatchesOwnStatus: a report is a merge patch of the
-// agent's status subresource with the pod's token, carrying the two
-// fields the idle deadline reads.
-func TestStatusReporterPatchesOwnStatus(t *testing.T) {
+// TestStatusReporterAppliesOwnEntry: a report is a server-side apply of
+// the pod's own entry of status.facadeReports, on the agent's status
+// subresource, with the pod's token and a field manager of the pod's own.
+func TestStatusReporterAppliesOwnEntry(t *testing.T) {
 	var method, path, ctype, auth string
-	var body map[string]map[string]any
+	var query url.Values
+	var body struct {
+		APIVersion string                       `json:"apiVersion"`
+		Kind       string                       `json:"kind"`
+		Metadata   map[string]string            `json:"metadata"`
+		Status     map[string][]json.RawMessage `json:"status"`
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		method, path, ctype, auth = r.Method, r.URL.Path, r.Header.Get("Content-Type"), r.Header.Get("Authorization")
+		method, path, ctype, auth, query = r.Method, r.URL.Path, r.Header.Get("Content-Type"), r.Header.Get("Authorization"), r.URL.Query()
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		_, _ = io.WriteString(w, "{}")
 	}))
 	defer srv.Close()
-	s := newStatusReporter(srv.URL, "agent", "ns", "tok", srv.Client())
+	s := newStatusReporter(srv.URL, "agent", "ns", "agent-7d4b9-x2x9z", "tok", srv.Client())
 	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	if err := s.report(context.Background(), 2, at); err != nil {
 		t.Fatal(err)
 	}
+	var entry string
+	if len(body.Status["facadeReports"]) == 1 {
+		entry = string(body.Status["facadeReports"][0])
+	}
 	checks := []struct{ rule, got, want string }{
 		{"the method is PATCH", method, http.MethodPatch},
 		{"the path is the agent's status subresource", path, "/apis/omnia.altairalabs.ai/v1alpha1/namespaces/ns/agentruntimes/agent/status"},
-		{"the patch is a JSON merge patch", ctype, "application/merge-patch+json"},
+		{"the patch is a server-side apply", ctype, "application/apply-patch+yaml"},
+		{"the field manager is the pod's own", query.Get("fieldManager"), "omnia-facade/agent-7d4b9-x2x9z"},
+		{"the apply is forced", query.Get("force"), "true"},
 		{"the token is the pod's", auth, "Bearer tok"},
-		{"activeSessions is the count", jsonText(body["status"]["activeSessions"]), "2"},
-		{"lastActivityTime is the change's time", jsonText(body["status"]["lastActivityTime"]), `"2026-12-03T10:00:00Z"`},
+		{"the apply names the kind", body.APIVersion + "/" + body.Kind, "omnia.altairalabs.ai/v1alpha1/AgentRuntime"},
+		{"the apply names the agent", body.Metadata["namespace"] + "/" + body.Metadata["name"], "ns/agent"},
+		{"the status holds only the pod's own entry", jsonText(len(body.Status)) + " " + jsonText(len(body.Status["facadeReports"])), "1 1"},
+		{"the entry is the pod's count and the change's time", entry, `{"activeSessions":2,"lastActivityTime":"2026-12-03T10:00:00Z","pod":"agent-7d4b9-x2x9z"}`},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
 			t.Errorf("%s: got %s, want %s", c.rule, c.got, c.want)
 		}
+	}
+}
+
+// TestStatusReporterReportsRefusal: an answer other than 2xx is an error,
+// so the report stays pending and is retried.
+func TestStatusReporterReportsRefusal(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "forbidden", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	s := newStatusReporter(srv.URL, "agent", "ns", "pod", "tok", srv.Client())
+	if err := s.report(context.Background(), 1, time.Now()); err == nil {
+		t.Fatal("a 403 answer is no error")
 	}
 }
 

@@ -177,7 +177,8 @@ type AgentRuntimeSpec struct {
 
 	// idleTimeout makes the AgentRuntime reapable: once no session is active
 	// and none has started or ended for this long (a Go duration such as
-	// "30m"), idleAction is applied. The runtime reports activity in
+	// "30m"), idleAction is applied. Each pod's facade reports its
+	// sessions in status.facadeReports, which the controller sums into
 	// status.activeSessions and status.lastActivityTime. Unset means the
 	// agent is never reaped.
 	// +optional
@@ -324,6 +325,28 @@ type ManagementEndpoints struct {
 	MCP *int32 `json:"mcp,omitempty"`
 }
 
+// FacadeReport is one pod's session report: what its facade holds open
+// and when a session there last started or ended.
+type FacadeReport struct {
+	// pod is the name of the reporting pod (the facade's POD_NAME).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Pod string `json:"pod"`
+
+	// activeSessions is the number of sessions open on the pod.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
+	ActiveSessions int32 `json:"activeSessions"`
+
+	// lastActivityTime is when a session on the pod last started or ended
+	// (or, while sessions are open, the pod's latest heartbeat).
+	// +optional
+	LastActivityTime *metav1.Time `json:"lastActivityTime,omitempty"`
+}
+
 // AgentRuntimeStatus is the observed state of an AgentRuntime.
 type AgentRuntimeStatus struct {
 	// phase is Pending, Running or Failed.
@@ -365,13 +388,26 @@ type AgentRuntimeStatus struct {
 	// +listType=set
 	RuntimeCapabilities []string `json:"runtimeCapabilities,omitempty"`
 
-	// activeSessions is the number of open sessions, written by the runtime;
-	// the idle deadline only runs while it is zero.
+	// facadeReports are the session reports of the agent's pods, one entry
+	// per pod, each written by that pod's facade (server-side apply with
+	// field manager omnia-facade/<pod>), so replicas never overwrite each
+	// other's counts. The controller removes the entries of pods that no
+	// longer exist.
+	// +optional
+	// +listType=map
+	// +listMapKey=pod
+	// +kubebuilder:validation:MaxItems=512
+	FacadeReports []FacadeReport `json:"facadeReports,omitempty"`
+
+	// activeSessions is the number of open sessions: the sum over the
+	// facadeReports of the agent's existing pods, written by the
+	// controller. The idle deadline only runs while it is zero.
 	// +optional
 	ActiveSessions *int32 `json:"activeSessions,omitempty"`
 
-	// lastActivityTime is when a session last started or ended, written by
-	// the runtime. The idle deadline is lastActivityTime + spec.idleTimeout
+	// lastActivityTime is when a session last started or ended: the latest
+	// of its previous value and the facadeReports' times, written by the
+	// controller. The idle deadline is lastActivityTime + spec.idleTimeout
 	// (or, before any activity, the time the agent first became Running).
 	// +optional
 	LastActivityTime *metav1.Time `json:"lastActivityTime,omitempty"`

@@ -26,6 +26,9 @@ func decide(s snapshot) plan {
 
 func (d *decider) pass() {
 	in, st := d.s.in, d.st
+	// The facades' reports are folded on every path that writes status,
+	// before the idle rules read the sum.
+	d.sessionReports()
 	// Judged from the spec alone, on every path: it never blocks the agent.
 	d.unsupported()
 	res := Resolve(in, &st.Conditions, d.t)

@@ -43,14 +43,6 @@ func facadeClient(t *testing.T, ns, agent string) client.Client {
 	return c
 }
 
-// facadeReport merge-patches the session report onto the agent's status
-// as the facade does (tools/mockagent activity.go), with its client.
-func facadeReport(c client.Client, ns, name string, sessions int32, at time.Time) error {
-	body := fmt.Sprintf(`{"status":{"activeSessions":%d,"lastActivityTime":%q}}`, sessions, at.UTC().Format(time.RFC3339))
-	a := &omniav1.AgentRuntime{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	return c.Status().Patch(context.Background(), a, client.RawPatch(types.MergePatchType, []byte(body)))
-}
-
 // TestFacadeReportsActivityWithItsOwnToken: the facade's token may read
 // its agent and report its sessions, and nothing else; its reports drive
 // the idle deadline: an agent with a session open is never reaped, one
@@ -60,18 +52,19 @@ func TestFacadeReportsActivityWithItsOwnToken(t *testing.T) {
 	ctx := context.Background()
 	mustCreate(t, newAgent(ns, "other", nil))
 	fc := facadeClient(t, ns, "agent")
+	pod := livePod(t, ns, "agent")
 
-	t.Run("the Role lets the facade read its agent and report to its status", func(t *testing.T) {
+	t.Run("the Role lets the facade read its agent and apply its report to its status", func(t *testing.T) {
 		if err := fc.Get(ctx, types.NamespacedName{Namespace: ns, Name: "agent"}, &omniav1.AgentRuntime{}); err != nil {
 			t.Fatalf("get own agent: %v", err)
 		}
-		ctrltest.Eventually(t, wait, func() error { return facadeReport(fc, ns, "agent", 1, clock.Now()) })
+		ctrltest.Eventually(t, wait, func() error { return applyReport(fc, ns, "agent", pod, 1, clock.Now()) })
 	})
 	for _, c := range []struct {
 		rule string
 		do   func() error
 	}{
-		{"another agent's status cannot be patched", func() error { return facadeReport(fc, ns, "other", 0, clock.Now()) }},
+		{"another agent's status cannot be patched", func() error { return applyReport(fc, ns, "other", pod, 0, clock.Now()) }},
 		{"another agent cannot be read", func() error {
 			return fc.Get(ctx, types.NamespacedName{Namespace: ns, Name: "other"}, &omniav1.AgentRuntime{})
 		}},
@@ -95,7 +88,7 @@ func TestFacadeReportsActivityWithItsOwnToken(t *testing.T) {
 		ctrltest.Holds(t, replicasAre(ns, "agent", 1), res.requeueIs(ns, "agent", 0))
 	})
 	t.Run("an agent idle past the deadline since its last session closed is reaped", func(t *testing.T) {
-		if err := facadeReport(fc, ns, "agent", 0, clock.Now()); err != nil {
+		if err := applyReport(fc, ns, "agent", pod, 0, clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 		ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", 10*time.Minute))
@@ -107,7 +100,8 @@ func TestFacadeReportsActivityWithItsOwnToken(t *testing.T) {
 	t.Run("a reaped agent wakes for the next session and stays up while it is open", func(t *testing.T) {
 		requestWake(t, ns, clock)
 		ctrltest.Eventually(t, wait, replicasAre(ns, "agent", 1))
-		if err := facadeReport(fc, ns, "agent", 1, clock.Now()); err != nil {
+		pod := livePod(t, ns, "agent")
+		if err := applyReport(fc, ns, "agent", pod, 1, clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 		ctrltest.Eventually(t, wait, idleIs(ns, "agent", metav1.ConditionFalse, omniav1.ReasonActive))

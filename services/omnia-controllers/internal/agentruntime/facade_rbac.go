@@ -12,9 +12,10 @@ import (
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 )
 
-// The facade reports its sessions (status.activeSessions and
-// status.lastActivityTime, which the idle deadline reads) by patching its
-// own AgentRuntime's status with the pod's ServiceAccount token
+// The facade reports its pod's sessions (its entry of
+// status.facadeReports, which the controller sums for the idle deadline,
+// sessions.go) by a server-side apply of its own AgentRuntime's status
+// with the pod's ServiceAccount token
 // (docs/omnia-controllers.md, "Session activity"). Each agent gets a
 // ServiceAccount, Role and RoleBinding named <name>-facade for that, and
 // nothing more: the Role names the agent itself, so one agent's pod cannot

@@ -146,18 +146,12 @@ func poke(t *testing.T, ns, name string) {
 	})
 }
 
-// reportActivity writes the session report as the runtime pod would.
+// reportActivity writes the session report as the agent's first pod
+// would (applyReport).
 func reportActivity(t *testing.T, ns, name string, sessions int32, last time.Time) {
 	t.Helper()
-	ctrltest.Eventually(t, wait, func() error {
-		a, err := getAgent(ns, name)
-		if err != nil {
-			return err
-		}
-		a.Status.ActiveSessions = ptr(sessions)
-		a.Status.LastActivityTime = ptr(metav1.NewTime(last))
-		return env.Client.Status().Update(context.Background(), a)
-	})
+	pod := livePod(t, ns, name)
+	ctrltest.Eventually(t, wait, func() error { return applyReport(env.Client, ns, name, pod, sessions, last) })
 }
 
 func idleIs(ns, name string, status metav1.ConditionStatus, reason string) func() error {

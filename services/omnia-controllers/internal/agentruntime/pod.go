@@ -16,6 +16,8 @@ import (
 // activity; the runtime runs the agent and is reached by the facade over
 // the pod's loopback.
 const (
+	// EnvPodName is the facade's variable holding its pod's name.
+	EnvPodName = "POD_NAME"
 	// FacadeContainerName names the facade container.
 	FacadeContainerName = "facade"
 	// RuntimePort is where the runtime container listens for the facade.
@@ -155,6 +157,9 @@ func facadeContainer(a *omniav1.AgentRuntime, cfg Config, image string, pull cor
 	env := []corev1.EnvVar{
 		{Name: "OMNIA_AGENT_NAME", Value: a.Name},
 		{Name: "OMNIA_NAMESPACE", Value: a.Namespace},
+		// The pod's own name keys its entry of status.facadeReports
+		// (sessions.go), from the downward API.
+		{Name: EnvPodName, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
 		{Name: "OMNIA_FACADE_TYPE", Value: string(typ)},
 		{Name: "OMNIA_FACADE_PORT", Value: fmt.Sprint(primaryPort(a))},
 		{Name: "OMNIA_HEALTH_PORT", Value: fmt.Sprint(HealthPort)},

@@ -94,7 +94,7 @@ func TestAgentPod(t *testing.T) {
 			}
 			return nil
 		}},
-		{"the facade is told its agent, ports, drain and where the runtime is", nil, nil, func(p corev1.PodSpec) error {
+		{"the facade is told its agent, its pod name, ports, drain and where the runtime is", nil, nil, func(p corev1.PodSpec) error {
 			f := containerNamed(p, FacadeContainerName)
 			want := map[string]string{"OMNIA_AGENT_NAME": "agent", "OMNIA_NAMESPACE": "ns", "OMNIA_FACADE_PORT": "8080", "OMNIA_HEALTH_PORT": "8081",
 				"OMNIA_RUNTIME_ADDR": "localhost:9000", "OMNIA_DRAIN_TIMEOUT": "30s", "OMNIA_FACADE_TYPE": "websocket"}
@@ -102,6 +102,15 @@ func TestAgentPod(t *testing.T) {
 				if got := envOf(f, k); got != v {
 					return fmt.Errorf("%s=%q, want %q", k, got, v)
 				}
+			}
+			var podName *corev1.EnvVar
+			for i := range f.Env {
+				if f.Env[i].Name == EnvPodName {
+					podName = &f.Env[i]
+				}
+			}
+			if podName == nil || podName.ValueFrom == nil || podName.ValueFrom.FieldRef == nil || podName.ValueFrom.FieldRef.FieldPath != "metadata.name" {
+				return fmt.Errorf("%s is %+v; want the pod's metadata.name", EnvPodName, podName)
 			}
 			if got := envOf(containerNamed(p, "runtime"), "OMNIA_RUNTIME_PORT"); got != "9000" {
 				return fmt.Errorf("runtime OMNIA_RUNTIME_PORT=%q", got)

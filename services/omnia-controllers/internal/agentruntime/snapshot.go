@@ -37,6 +37,8 @@ type snapshot struct {
 	now metav1.Time
 	// kedaServed says the API server serves KEDA's ScaledObject kind.
 	kedaServed bool
+	// pods are the names of the agent's pods that exist (sessions.go).
+	pods map[string]bool
 
 	// analysis answers a question for the current rollout step's
 	// analysis; nil until asked.
@@ -126,6 +128,9 @@ func (r *Reconciler) snapshot(ctx context.Context, a *omniav1.AgentRuntime, now 
 		pdb:            read(ctx, r, a.Namespace, a.Name, &policyv1.PodDisruptionBudget{}),
 	}
 	if s.live.scaledObject, s.kedaServed, err = r.readScaledObject(ctx, a, kedaWanted(s.in)); err != nil {
+		return s, err
+	}
+	if s.pods, err = r.agentPods(ctx, a); err != nil {
 		return s, err
 	}
 	return s, nil

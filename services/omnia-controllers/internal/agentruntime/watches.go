@@ -11,8 +11,10 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -36,7 +38,8 @@ import (
 // and credential Secret change back to the agents that reference it
 // through field indexes, every Workspace change to the agents of the namespace
 // it names, and every SessionRetentionPolicy and MemoryPolicy change to
-// the agents of its namespace, so no timer is needed to notice a change. Up to three agents
+// the agents of its namespace, and every agent pod's creation and
+// deletion to its agent, so no timer is needed to notice a change. Up to three agents
 // reconcile at once. rec, when not nil, is called instead of r (tests
 // count passes).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
@@ -72,7 +75,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 		// decided among all of them. Status writes bump no generation and
 		// change no label, so they enqueue nothing.
 		Watches(&omniav1.SessionRetentionPolicy{}, handler.EnqueueRequestsFromMapFunc(r.agentsOfNamespace), policyChanged).
-		Watches(&omniav1.MemoryPolicy{}, handler.EnqueueRequestsFromMapFunc(r.agentsOfNamespace), policyChanged)
+		Watches(&omniav1.MemoryPolicy{}, handler.EnqueueRequestsFromMapFunc(r.agentsOfNamespace), policyChanged).
+		// An agent pod coming or going changes which facade reports count
+		// (sessions.go); its many status updates change nothing here.
+		Watches(podMetadata(), handler.EnqueueRequestsFromMapFunc(agentOfPod), builder.OnlyMetadata, podCameOrWent)
 	// controller-runtime cannot watch a kind the API server does not
 	// serve, and a manager must run without KEDA: the ScaledObject watch is
 	// wired now only when KEDA's CRD is installed, else started by the
@@ -103,6 +109,32 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 // policyChanged passes a policy's creation, deletion and every update of
 // its spec (generation) or labels, never a status write.
 var policyChanged = builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
+
+// podListGVK is the kind of a list of pods, read as metadata.
+var podListGVK = corev1.SchemeGroupVersion.WithKind("PodList")
+
+// podMetadata is an empty pod's metadata, the type of the pod watch.
+func podMetadata() *metav1.PartialObjectMetadata {
+	p := &metav1.PartialObjectMetadata{}
+	p.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+	return p
+}
+
+// podCameOrWent passes a pod's creation and deletion only.
+var podCameOrWent = builder.WithPredicates(predicate.Funcs{
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+})
+
+// agentOfPod maps an agent pod to its AgentRuntime, named by its
+// app.kubernetes.io/instance label.
+func agentOfPod(_ context.Context, o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	if l[LabelName] != AgentAppName || l[LabelInstance] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[LabelInstance]}}}
+}
 
 // agentsOfNamespace maps an object to every agent of its namespace.
 func (r *Reconciler) agentsOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {

@@ -28,8 +28,17 @@ func SecretSelector() labels.Selector {
 	return labels.NewSelector().Add(*req)
 }
 
+// AgentPodSelector selects the only pods the controllers may see: the
+// agent pods the AgentRuntime controller builds (app.kubernetes.io/name
+// omnia-agent), whose names tell which facades' session reports still
+// count. Only their metadata is watched.
+func AgentPodSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{"app.kubernetes.io/name": "omnia-agent"})
+}
+
 // ApplyCacheOptions limits what the manager's cache holds to what the
-// controllers need. Secrets: only those SecretSelector selects. ConfigMaps:
+// controllers need. Secrets: only those SecretSelector selects. Pods:
+// only those AgentPodSelector selects. ConfigMaps:
 // never cached whole; the controllers watch their metadata only (see
 // WatchesMetadata in the PromptPack and SkillSource controllers) and read
 // the one ConfigMap a pass needs from the API server, so a tenant's
@@ -40,6 +49,7 @@ func ApplyCacheOptions(o *ctrl.Options) {
 		o.Cache.ByObject = map[client.Object]cache.ByObject{}
 	}
 	o.Cache.ByObject[&corev1.Secret{}] = cache.ByObject{Label: SecretSelector()}
+	o.Cache.ByObject[&corev1.Pod{}] = cache.ByObject{Label: AgentPodSelector()}
 	o.Cache.DefaultTransform = stripCached
 	if o.Client.Cache == nil {
 		o.Client.Cache = &client.CacheOptions{}
