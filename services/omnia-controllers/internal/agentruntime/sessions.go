@@ -37,19 +37,29 @@ func FacadeFieldManager(pod string) string { return FacadeFieldManagerPrefix + p
 //     once any entry was seen, left unset before);
 //   - lastActivityTime never moves back: it is the latest of its stored
 //     value and every entry's time, a removed entry's included (its
-//     sessions ended no earlier than that).
+//     sessions ended no earlier than that);
+//   - no time counts later than now, the pass time: a report dated in the
+//     future (a wrong clock, or a token that writes a far-off time to
+//     keep its agent up) counts as activity now, so it holds the agent
+//     for one idleTimeout, never longer.
 //
 // It does no I/O.
-func foldReports(st *omniav1.AgentRuntimeStatus, pods map[string]bool) {
+func foldReports(st *omniav1.AgentRuntimeStatus, pods map[string]bool, now metav1.Time) {
 	if len(st.FacadeReports) == 0 && st.ActiveSessions == nil {
 		return
 	}
-	last := st.LastActivityTime
+	notAfterNow := func(t *metav1.Time) *metav1.Time {
+		if t != nil && t.After(now.Time) {
+			return now.DeepCopy()
+		}
+		return t
+	}
+	last := notAfterNow(st.LastActivityTime)
 	var kept []omniav1.FacadeReport
 	var sum int64
 	for _, r := range st.FacadeReports {
-		if r.LastActivityTime != nil && (last == nil || r.LastActivityTime.After(last.Time)) {
-			last = r.LastActivityTime.DeepCopy()
+		if t := notAfterNow(r.LastActivityTime); t != nil && (last == nil || t.After(last.Time)) {
+			last = t.DeepCopy()
 		}
 		if !pods[r.Pod] {
 			continue
@@ -64,7 +74,7 @@ func foldReports(st *omniav1.AgentRuntimeStatus, pods map[string]bool) {
 
 // sessionReports applies foldReports to the status this pass writes.
 func (d *decider) sessionReports() {
-	foldReports(d.st, d.s.pods)
+	foldReports(d.st, d.s.pods, d.s.now)
 }
 
 // agentPods reads the names of the agent's pods, stable and candidate,

@@ -85,6 +85,12 @@ func TestFoldReports(t *testing.T) {
 			st:   omniav1.AgentRuntimeStatus{},
 			pods: both,
 			now:  10 * time.Minute, wantReaped: true},
+		{name: "a report dated in the future counts as activity now, not then",
+			st: omniav1.AgentRuntimeStatus{LastActivityTime: at(30 * 24 * time.Hour),
+				FacadeReports: []omniav1.FacadeReport{entry("pod-a", 0, 48*time.Hour)}},
+			pods:        both,
+			wantReports: []omniav1.FacadeReport{entry("pod-a", 0, 48*time.Hour)}, wantSessions: ptr(int32(0)), wantLast: at(11 * time.Minute),
+			now: 11 * time.Minute},
 		{name: "a sum past the int32 range is capped, not wrapped to a negative",
 			st: omniav1.AgentRuntimeStatus{FacadeReports: []omniav1.FacadeReport{
 				entry("pod-a", math.MaxInt32, 0), entry("pod-b", math.MaxInt32, 0)}},
@@ -95,7 +101,7 @@ func TestFoldReports(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			st := tc.st.DeepCopy()
-			foldReports(st, tc.pods)
+			foldReports(st, tc.pods, metav1.NewTime(t0.Add(tc.now)))
 			if !equality.Semantic.DeepEqual(st.FacadeReports, tc.wantReports) {
 				t.Errorf("facadeReports %+v; want %+v", st.FacadeReports, tc.wantReports)
 			}
