@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,6 +45,9 @@ type snapshot struct {
 	// keySet answers a question for the OIDC issuer's key set; nil until
 	// asked.
 	keySet *keySetAnswer
+	// slices answers a question for the EndpointSlices of the agent's
+	// Service; nil until asked.
+	slices *slicesAnswer
 	// done are the outcomes of the plan's first len(done) writes, in
 	// order.
 	done []outcome
@@ -62,6 +66,13 @@ type candidateInputs struct {
 type keySetAnswer struct {
 	jwks    []byte
 	failure string
+}
+
+// slicesAnswer is the EndpointSlices of a Service as the API server
+// listed them, or why it could not.
+type slicesAnswer struct {
+	items []discoveryv1.EndpointSlice
+	err   error
 }
 
 // liveObjects are the objects of the agent's names. A read failure is
@@ -84,6 +95,8 @@ type liveObjects struct {
 	facadeRole    found[*rbacv1.Role]
 	facadeBinding found[*rbacv1.RoleBinding]
 	pdb           found[*policyv1.PodDisruptionBudget]
+	// activatorSlice routes the Service to the activator (activator.go).
+	activatorSlice found[*discoveryv1.EndpointSlice]
 }
 
 // found is one object read by name: obj is nil when it does not exist or
@@ -109,16 +122,17 @@ func (r *Reconciler) snapshot(ctx context.Context, a *omniav1.AgentRuntime, now 
 		s.candidate = &candidateInputs{in: in, err: err}
 	}
 	s.live = liveObjects{
-		stable:        read(ctx, r, a.Namespace, a.Name, &appsv1.Deployment{}),
-		candidate:     read(ctx, r, a.Namespace, a.Name+CandidateSuffix, &appsv1.Deployment{}),
-		service:       read(ctx, r, a.Namespace, a.Name, &corev1.Service{}),
-		hpa:           read(ctx, r, a.Namespace, a.Name, &autoscalingv2.HorizontalPodAutoscaler{}),
-		jwks:          read(ctx, r, a.Namespace, JWKSSecretName(a.Name), &corev1.Secret{}),
-		tools:         read(ctx, r, a.Namespace, ToolsConfigMapName(a.Name), &corev1.ConfigMap{}),
-		facadeSA:      read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &corev1.ServiceAccount{}),
-		facadeRole:    read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &rbacv1.Role{}),
-		facadeBinding: read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &rbacv1.RoleBinding{}),
-		pdb:           read(ctx, r, a.Namespace, a.Name, &policyv1.PodDisruptionBudget{}),
+		stable:         read(ctx, r, a.Namespace, a.Name, &appsv1.Deployment{}),
+		candidate:      read(ctx, r, a.Namespace, a.Name+CandidateSuffix, &appsv1.Deployment{}),
+		service:        read(ctx, r, a.Namespace, a.Name, &corev1.Service{}),
+		hpa:            read(ctx, r, a.Namespace, a.Name, &autoscalingv2.HorizontalPodAutoscaler{}),
+		jwks:           read(ctx, r, a.Namespace, JWKSSecretName(a.Name), &corev1.Secret{}),
+		tools:          read(ctx, r, a.Namespace, ToolsConfigMapName(a.Name), &corev1.ConfigMap{}),
+		facadeSA:       read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &corev1.ServiceAccount{}),
+		facadeRole:     read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &rbacv1.Role{}),
+		facadeBinding:  read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &rbacv1.RoleBinding{}),
+		pdb:            read(ctx, r, a.Namespace, a.Name, &policyv1.PodDisruptionBudget{}),
+		activatorSlice: read(ctx, r, a.Namespace, ActivatorSliceName(a.Name), &discoveryv1.EndpointSlice{}),
 	}
 	if s.live.scaledObject, s.kedaServed, err = r.readScaledObject(ctx, a, kedaWanted(s.in)); err != nil {
 		return s, err
