@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
@@ -340,5 +341,16 @@ func TestNeedsWake(t *testing.T) {
 func TestAgentPodSelectorMatchesAgentPods(t *testing.T) {
 	if !kubeutil.AgentPodSelector().Matches(labels.Set(SelectorLabels("a"))) {
 		t.Errorf("kubeutil.AgentPodSelector %s does not match the agent pod labels %v", kubeutil.AgentPodSelector(), SelectorLabels("a"))
+	}
+}
+
+// TestActivatorSliceLabelsAreValid: the slice's labels are valid label
+// values (the cache selects slices by them; an invalid one fails every
+// list, and no slice cache would ever sync).
+func TestActivatorSliceLabelsAreValid(t *testing.T) {
+	for k, v := range ActivatorSliceLabels("agent") {
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			t.Errorf("label %s=%q: %v", k, v, errs)
+		}
 	}
 }

@@ -31,8 +31,10 @@ func SecretSelector() labels.Selector {
 
 // ActivatorSliceManagedBy is the endpointslice.kubernetes.io/managed-by
 // value of the EndpointSlices that route a reaped agent's Service to the
-// activator (the agentruntime package writes them).
-const ActivatorSliceManagedBy = "omnia.altairalabs.ai/agentruntime-controller"
+// activator (the agentruntime package writes them). A label value cannot
+// hold a "/", so it is named as the cluster's own controllers name theirs
+// (endpointslice-controller.k8s.io).
+const ActivatorSliceManagedBy = "agentruntime-controller.omnia.altairalabs.ai"
 
 // AgentPodSelector selects the pods of AgentRuntimes: the name and
 // managed-by labels every agent pod carries (agentruntime.SelectorLabels).
