@@ -102,8 +102,11 @@ func (c *config) validate() error {
 			return fmt.Errorf("--prometheus-url / PROMETHEUS_URL: want an absolute http or https URL")
 		}
 	}
-	if a := c.ActivatorAddress; a != "" && net.ParseIP(a) == nil {
-		return fmt.Errorf("--activator-address / ACTIVATOR_ADDRESS: %q is not an IP address", a)
+	if a := c.ActivatorAddress; a != "" {
+		// EndpointSlices name it: the API server refuses a loopback one.
+		if ip := net.ParseIP(a); ip == nil || ip.IsLoopback() || ip.IsUnspecified() {
+			return fmt.Errorf("--activator-address / ACTIVATOR_ADDRESS: %q is not a pod IP address", a)
+		}
 	}
 	if c.ActivatorPort < 1 || c.ActivatorPort > 65535 {
 		return fmt.Errorf("--activator-port / ACTIVATOR_PORT: %d is not a port", c.ActivatorPort)

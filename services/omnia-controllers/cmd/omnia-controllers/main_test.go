@@ -48,6 +48,7 @@ func TestConfigRules(t *testing.T) {
 		}},
 		{"ACTIVATOR_ADDRESS takes the pod IP", nil, map[string]string{"ACTIVATOR_ADDRESS": "10.1.2.3"}, "", func(c *config) bool { return c.ActivatorAddress == "10.1.2.3" }},
 		{"an activator address that is not an IP is refused", nil, map[string]string{"ACTIVATOR_ADDRESS": "omnia.svc"}, "--activator-address / ACTIVATOR_ADDRESS", nil},
+		{"a loopback activator address is refused: EndpointSlices cannot name it", nil, map[string]string{"ACTIVATOR_ADDRESS": "127.0.0.1"}, "--activator-address / ACTIVATOR_ADDRESS", nil},
 		{"an activator port out of range is refused", []string{"--activator-port=70000"}, nil, "--activator-port / ACTIVATOR_PORT", nil},
 		{"a non-positive activator timeout is refused", []string{"--activator-timeout=0s"}, nil, "--activator-timeout / ACTIVATOR_TIMEOUT", nil},
 		{"the old --graceful-shutdown-timeout is gone", []string{"--graceful-shutdown-timeout=5s"}, nil, "graceful-shutdown-timeout", nil},

@@ -84,7 +84,7 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 	}
 	cfg, ctx, cancel, done := startRun(t, installedSA(t),
 		"--leader-election-namespace="+sysNS, "--leader-election-id=omnia-rbac-test", "--shutdown-timeout=5s",
-		"--provider-credential-probe=false", "--activator-address=127.0.0.1", "--activator-port="+activatorPort)
+		"--provider-credential-probe=false", "--activator-address=10.0.0.7", "--activator-port="+activatorPort)
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -116,7 +116,8 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 		}
 		return env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "bot"}, &corev1.Service{})
 	})
-	// The activator reads the agent, its Service and its slice as the
+	// The activator (listening on every interface; the address is only
+	// what slices would name) reads the agent, its Service and its slice as the
 	// ServiceAccount: a refusal would be a 503, not the 421 of an agent
 	// that is up.
 	eventually(t, "the activator refuses, as the ServiceAccount, an agent it does not serve", func() error {

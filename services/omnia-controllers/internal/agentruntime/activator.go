@@ -71,11 +71,14 @@ func routeToActivator(cfg Config, held, routed bool, ready int32) bool {
 // Service (svc, as built) to the activator: one endpoint, the
 // activator's address, Ready, with a port of each of the Service's
 // names, all the activator's port (the activator tells them apart by the
-// request's Host). It fails on an address that is not an IP.
+// request's Host). It fails on an address that is not an IP, or a
+// loopback or unspecified one.
 func BuildActivatorSlice(a *omniav1.AgentRuntime, svc *corev1.Service, cfg Config) (*discoveryv1.EndpointSlice, error) {
 	ip := net.ParseIP(cfg.ActivatorAddress)
-	if ip == nil {
-		return nil, fmt.Errorf("activator address %q is not an IP address", cfg.ActivatorAddress)
+	if ip == nil || ip.IsLoopback() || ip.IsUnspecified() {
+		// The API server refuses loopback endpoints, and no other pod
+		// could reach them.
+		return nil, fmt.Errorf("activator address %q is not a pod IP address", cfg.ActivatorAddress)
 	}
 	family := discoveryv1.AddressTypeIPv6
 	if ip.To4() != nil {
