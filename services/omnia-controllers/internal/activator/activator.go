@@ -174,7 +174,8 @@ func (h *Handler) await(ctx context.Context, ag *Agent) (string, error) {
 		}
 		f = &flight{done: make(chan struct{})}
 		h.flights[key] = f
-		go h.fly(key, f, *ag)
+		// Detached from the request: the others that join still wait on it.
+		go h.fly(context.WithoutCancel(ctx), key, f, *ag)
 	}
 	h.mu.Unlock()
 	select {
@@ -186,11 +187,12 @@ func (h *Handler) await(ctx context.Context, ag *Agent) (string, error) {
 }
 
 // fly runs one flight: the wake write when the agent needs one, then the
-// wait for a Ready pod, bounded by Timeout. It is not bound to the
-// request that started it: the others that joined still wait on it. The
+// wait for a Ready pod, bounded by Timeout. ctx carries the starting
+// request's values but not its end: the others that joined still wait on
+// it. The
 // flight leaves the map before it reports, so a request after it starts
 // afresh.
-func (h *Handler) fly(key string, f *flight, ag Agent) {
+func (h *Handler) fly(ctx context.Context, key string, f *flight, ag Agent) {
 	defer func() {
 		h.mu.Lock()
 		delete(h.flights, key)
@@ -204,7 +206,7 @@ func (h *Handler) fly(key string, f *flight, ag Agent) {
 	if poll <= 0 {
 		poll = DefaultPoll
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if ag.NeedsWake {
 		now := time.Now

@@ -259,7 +259,7 @@ func TestHandlerProxiesUpgrades(t *testing.T) {
 		if err != nil {
 			return
 		}
-		defer conn.Close()
+		defer func() { _ = conn.Close() }()
 		fmt.Fprint(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
 		_ = rw.Flush()
 		line, _ := rw.ReadString('\n')
@@ -278,13 +278,14 @@ func TestHandlerProxiesUpgrades(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	fmt.Fprint(conn, "GET /ws HTTP/1.1\r\nHost: agent.team.svc\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("%d %q; want 101", resp.StatusCode, b)

@@ -43,7 +43,7 @@ func TestActivatorWakesOnNextSession(t *testing.T) {
 	podSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "pod answered %s", r.URL.Path)
 	}))
-	podSrv.Listener.Close()
+	_ = podSrv.Listener.Close()
 	podSrv.Listener = ln
 	podSrv.Start()
 	defer podSrv.Close()
@@ -88,7 +88,7 @@ func TestActivatorWakesOnNextSession(t *testing.T) {
 			got <- answer{err: err}
 			return
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		b, err := io.ReadAll(resp.Body)
 		got <- answer{resp.StatusCode, string(b), err}
 	}()
