@@ -27,6 +27,9 @@ const (
 	DefaultTimeout = 2 * time.Minute
 	// DefaultPoll is how often a waiting request looks for a Ready pod.
 	DefaultPoll = 250 * time.Millisecond
+	// DefaultGrace is how long an agent this activator woke stays
+	// servable after its Service is routed back to its pods.
+	DefaultGrace = 2 * time.Minute
 	// retryAfter is the Retry-After of a request that waited in vain, in
 	// seconds.
 	retryAfter = "10"
@@ -72,10 +75,22 @@ type Handler struct {
 	ClusterDomain string
 	// Transport carries proxied requests; http.DefaultTransport when nil.
 	Transport http.RoundTripper
-	// Now is the clock of the wake annotation; time.Now when nil.
+	// Now is the clock of the wake annotation and of Grace; time.Now
+	// when nil.
 	Now func() time.Time
 	// Log records failures; it never gets a header or a body.
 	Log logr.Logger
+	// Grace is how long after a proxied request the agent stays servable
+	// once its Service is no longer routed here; DefaultGrace when 0.
+	// Clients' kept-alive connections to the activator outlive the
+	// routing (connection tracking keeps them on the old endpoint), so
+	// their next requests still arrive here: they are served with
+	// Connection: close, and the client's next connection goes to the
+	// pod.
+	Grace time.Duration
+
+	// served is when each agent's request was last proxied, for Grace.
+	served map[string]time.Time
 
 	mu sync.Mutex
 	// flights are the waits in progress, one per agent: every request for
@@ -115,11 +130,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case ag == nil:
 		http.Error(w, "unknown host", http.StatusNotFound)
 		return
-	case !ag.Routed:
+	case !ag.Routed && !h.recentlyServed(ag):
 		// The agent is up, or its Service is not the activator's: the
 		// client must reach it through its Service.
 		http.Error(w, "the agent is not served by the activator", http.StatusMisdirectedRequest)
 		return
+	case !ag.Routed:
+		w.Header().Set("Connection", "close")
 	}
 	podPort, ok := ag.Ports[t.Port]
 	if !ok {
@@ -137,7 +154,48 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	h.markServed(ag)
 	h.proxy(ag, net.JoinHostPort(ip, strconv.Itoa(int(podPort)))).ServeHTTP(w, r)
+}
+
+// markServed records that a request of the agent is proxied now.
+func (h *Handler) markServed(ag *Agent) {
+	now := h.now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.served == nil {
+		h.served = map[string]time.Time{}
+	}
+	for k, at := range h.served {
+		// Forget what is past its grace, so the map stays small.
+		if now.Sub(at) > h.grace() {
+			delete(h.served, k)
+		}
+	}
+	h.served[ag.Namespace+"/"+ag.Name] = now
+}
+
+// recentlyServed reports whether a request of the agent was proxied
+// within Grace.
+func (h *Handler) recentlyServed(ag *Agent) bool {
+	h.mu.Lock()
+	at, ok := h.served[ag.Namespace+"/"+ag.Name]
+	h.mu.Unlock()
+	return ok && h.now().Sub(at) <= h.grace()
+}
+
+func (h *Handler) grace() time.Duration {
+	if h.Grace > 0 {
+		return h.Grace
+	}
+	return DefaultGrace
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
 }
 
 // proxy returns the reverse proxy to one pod address. The Host header is
@@ -209,11 +267,7 @@ func (h *Handler) fly(ctx context.Context, key string, f *flight, ag Agent) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if ag.NeedsWake {
-		now := time.Now
-		if h.Now != nil {
-			now = h.Now
-		}
-		if err := h.Backend.Wake(ctx, ag.Namespace, ag.Name, now()); err != nil {
+		if err := h.Backend.Wake(ctx, ag.Namespace, ag.Name, h.now()); err != nil {
 			f.err = err
 			return
 		}

@@ -296,3 +296,31 @@ func TestHandlerProxiesUpgrades(t *testing.T) {
 		t.Fatalf("read %q, %v; want the pod's echo", got, err)
 	}
 }
+
+// TestHandlerGraceAfterRouting: an agent this activator served stays
+// servable for Grace once its Service is routed back to its pods (kept-
+// alive connections still arrive here), with Connection: close so the
+// client moves to the pod; past Grace it is refused like any agent that
+// is up.
+func TestHandlerGraceAfterRouting(t *testing.T) {
+	port := pod(t, "agent")
+	f := &fake{agents: map[string]*fakeAgent{
+		"team/agent": {agent: Agent{Namespace: "team", Name: "agent", Routed: true, Ports: map[int32]int32{80: port}}, pod: "127.0.0.1"},
+	}}
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	h := &Handler{Backend: f, Grace: time.Minute, Now: func() time.Time { return now }}
+	if w := serve(h, "agent.team.svc"); w.Code != http.StatusOK || w.Header().Get("Connection") == "close" {
+		t.Fatalf("routed: %d, Connection %q; want 200 on a kept connection", w.Code, w.Header().Get("Connection"))
+	}
+	f.mu.Lock()
+	f.agents["team/agent"].agent.Routed = false
+	f.mu.Unlock()
+	now = now.Add(30 * time.Second)
+	if w := serve(h, "agent.team.svc"); w.Code != http.StatusOK || w.Header().Get("Connection") != "close" {
+		t.Fatalf("within grace: %d, Connection %q; want 200 with Connection: close", w.Code, w.Header().Get("Connection"))
+	}
+	now = now.Add(2 * time.Minute)
+	if w := serve(h, "agent.team.svc"); w.Code != http.StatusMisdirectedRequest {
+		t.Fatalf("past grace: %d; want 421", w.Code)
+	}
+}
