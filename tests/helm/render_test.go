@@ -159,8 +159,12 @@ var deployments = map[string][]string{
 	"agent-controller":  {"metrics", "health"},
 	"batch-poller":      {"grpc", "metrics", "health"},
 	"realtime-gateway":  {"grpc", "metrics", "health"},
-	"omnia-controllers": {"metrics", "health"},
+	"omnia-controllers": {"metrics", "health", "activator"},
 }
+
+// leadingEnv is what a chart's container environment holds before the
+// shared POD_NAME and POD_NAMESPACE: omnia-controllers' activator address.
+var leadingEnv = map[string][]string{"omnia-controllers": {"POD_IP"}}
 
 // commonRules are the rules every service chart follows.
 func commonRules() []rule {
@@ -231,10 +235,10 @@ func commonRules() []rule {
 			rule{name: c + ": POD_NAME and POD_NAMESPACE come from the downward API, then extraEnv", chart: c,
 				values: "extraEnv: [{name: GODEBUG, value: 'http2client=0'}, {name: TOKEN, valueFrom: {secretKeyRef: {name: s, key: k}}}]",
 				check: func(t *testing.T, r *rendered) {
-					if got, want := envNames(t, r, c), []string{"POD_NAME", "POD_NAMESPACE", "GODEBUG", "TOKEN"}; !reflect.DeepEqual(got, want) {
+					if got, want := envNames(t, r, c), append(slices.Clone(leadingEnv[c]), "POD_NAME", "POD_NAMESPACE", "GODEBUG", "TOKEN"); !reflect.DeepEqual(got, want) {
 						t.Errorf("env %v, want %v", got, want)
 					}
-					env := r.container(t, c)["env"].([]any)
+					env := r.container(t, c)["env"].([]any)[len(leadingEnv[c]):]
 					wantField(t, env[0].(map[string]any), "metadata.name", "valueFrom", "fieldRef", "fieldPath")
 					wantField(t, env[1].(map[string]any), "metadata.namespace", "valueFrom", "fieldRef", "fieldPath")
 				}},
@@ -711,6 +715,32 @@ leaderElection: {namespace: leases}
 				"--prometheus-url=http://prometheus.monitoring.svc:9090", "--leader-election-namespace=leases")
 			r.get(t, "Role", "leases", "omnia-controllers-leader-election")
 		}},
+		{name: "omnia-controllers: the activator listens on its port at the pod IP, admitted from anywhere", chart: oc, check: func(t *testing.T, r *rendered) {
+			wantArgs(t, r, oc, "--activator-address=$(POD_IP)", "--activator-port=8082", "--activator-timeout=2m")
+			env := r.container(t, oc)["env"].([]any)[0].(map[string]any)
+			wantField(t, env, "POD_IP", "name")
+			wantField(t, env, "status.podIP", "valueFrom", "fieldRef", "fieldPath")
+			np := r.get(t, "NetworkPolicy", releaseNS, oc+"-activator").Object
+			in := field(t, np, "spec", "ingress").([]any)[0].(map[string]any)
+			wantField(t, in, "activator", "ports", "0", "port")
+			if _, restricted := in["from"]; restricted {
+				t.Error("the activator port is restricted: clients of agents are anywhere in the cluster")
+			}
+		}},
+		{name: "omnia-controllers: activator.port and activator.timeout reach the flags and the container port", chart: oc,
+			values: "activator: {enabled: true, port: 9090, timeout: 30s}", check: func(t *testing.T, r *rendered) {
+				wantArgs(t, r, oc, "--activator-port=9090", "--activator-timeout=30s")
+				ports, _, _ := unstructured.NestedSlice(r.container(t, oc), "ports")
+				wantField(t, ports[2].(map[string]any), 9090, "containerPort")
+			}},
+		{name: "omnia-controllers: activator.enabled=false renders no activator", chart: oc, values: "activator: {enabled: false, port: 8082, timeout: 2m}",
+			check: func(t *testing.T, r *rendered) {
+				wantNoFlag(t, r, oc, "--activator-address", "--activator-port", "--activator-timeout")
+				wantAbsent(t, r, "NetworkPolicy", releaseNS, oc+"-activator")
+				if got := envNames(t, r, oc); slices.Contains(got, "POD_IP") {
+					t.Errorf("env %v has POD_IP", got)
+				}
+			}},
 	}
 }
 

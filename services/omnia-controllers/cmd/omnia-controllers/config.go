@@ -3,12 +3,16 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/agentplane/agentplane/libs/service"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/activator"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/agentruntime"
 )
 
 // name is the service's name: its logger's, its User-Agent's and its
@@ -45,6 +49,15 @@ type config struct {
 	// PrometheusURL is the Prometheus HTTP API rollout analysis queries;
 	// empty when there is none.
 	PrometheusURL string
+	// ActivatorAddress is this pod's IP, where reaped agents' Services
+	// are routed so their next session wakes them; empty: no activator.
+	ActivatorAddress string
+	// ActivatorPort is the activator's listen port.
+	ActivatorPort int
+	// ActivatorTimeout bounds a request's wait for a woken agent's pod.
+	ActivatorTimeout time.Duration
+	// ClusterDomain is the cluster DNS domain of Service host names.
+	ClusterDomain string
 	// runtimeCommand, facadeCommand and pullPolicy hold the flags' text
 	// until checked.
 	runtimeCommand, facadeCommand, pullPolicy string
@@ -72,6 +85,10 @@ func newFlagSet(getenv func(string) string) (*service.FlagSet, *config) {
 	fs.BoolVar(&c.ProbeCredentials, "provider-credential-probe", true, "probe Provider API keys with the vendor (openai, claude, gemini)")
 	fs.BoolVar(&c.ProbeOverHTTP, "provider-probe-allow-http", false, "let the credential probe send a key over plain http, to loopback and cluster-local (*.svc) hosts only; otherwise only over https")
 	fs.StringVar(&c.PrometheusURL, "prometheus-url", "", "Prometheus HTTP API address that rollout analysis steps query; without it analysis steps hold")
+	fs.StringVar(&c.ActivatorAddress, "activator-address", "", "this pod's IP (the downward API's status.podIP): reaped agents' Services are routed here so their next session wakes them; empty: no activator, only the wake annotation wakes a reaped agent")
+	fs.IntVar(&c.ActivatorPort, "activator-port", agentruntime.DefaultActivatorPort, "port of the activator's listener (with --activator-address)")
+	fs.DurationVar(&c.ActivatorTimeout, "activator-timeout", activator.DefaultTimeout, "how long a request to a reaped agent waits for a Ready pod before a 503 with Retry-After")
+	fs.StringVar(&c.ClusterDomain, "cluster-domain", activator.DefaultClusterDomain, "cluster DNS domain of the Service host names the activator accepts")
 	fs.Check(c.validate)
 	return fs, c
 }
@@ -84,6 +101,18 @@ func (c *config) validate() error {
 		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			return fmt.Errorf("--prometheus-url / PROMETHEUS_URL: want an absolute http or https URL")
 		}
+	}
+	if a := c.ActivatorAddress; a != "" {
+		// EndpointSlices name it: the API server refuses a loopback one.
+		if ip := net.ParseIP(a); ip == nil || ip.IsLoopback() || ip.IsUnspecified() {
+			return fmt.Errorf("--activator-address / ACTIVATOR_ADDRESS: %q is not a pod IP address", a)
+		}
+	}
+	if c.ActivatorPort < 1 || c.ActivatorPort > 65535 {
+		return fmt.Errorf("--activator-port / ACTIVATOR_PORT: %d is not a port", c.ActivatorPort)
+	}
+	if c.ActivatorTimeout <= 0 {
+		return fmt.Errorf("--activator-timeout / ACTIVATOR_TIMEOUT: want a positive duration")
 	}
 	c.RuntimeCommand, c.FacadeCommand = splitCommand(c.runtimeCommand), splitCommand(c.facadeCommand)
 	c.RuntimePullPolicy = corev1.PullPolicy(c.pullPolicy)

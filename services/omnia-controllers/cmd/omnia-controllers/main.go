@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +29,7 @@ import (
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/libs/service"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/activator"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/agentruntime"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/connection"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/index"
@@ -166,10 +169,11 @@ func run(ctx context.Context, cfg *config, restCfg *rest.Config) error {
 			return (&provider.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("provider-controller"), ProbeCredentials: cfg.ProbeCredentials, ProbeOverHTTP: cfg.ProbeOverHTTP}).SetupWithManager(mgr, nil)
 		}},
 		{agentruntime.ControllerName, func() error {
-			r := &agentruntime.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("agentruntime-controller"),
+			r := &agentruntime.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("agentruntime-controller"),
 				Config: agentruntime.Config{RuntimeImage: cfg.RuntimeImage, RuntimeCommand: cfg.RuntimeCommand, ImagePullPolicy: cfg.RuntimePullPolicy,
 					PrometheusURL: cfg.PrometheusURL,
-					FacadeImage:   cfg.FacadeImage, FacadeCommand: cfg.FacadeCommand}}
+					FacadeImage:   cfg.FacadeImage, FacadeCommand: cfg.FacadeCommand,
+					ActivatorAddress: cfg.ActivatorAddress, ActivatorPort: int32(cfg.ActivatorPort)}} //nolint:gosec // validate bounds the port
 			if cfg.PrometheusURL != "" {
 				q, err := agentruntime.NewPrometheusQuerier(cfg.PrometheusURL)
 				if err != nil {
@@ -183,6 +187,14 @@ func run(ctx context.Context, cfg *config, restCfg *rest.Config) error {
 	for _, s := range setups {
 		if err := s.setup(); err != nil {
 			return fmt.Errorf("set up %s controller: %w", s.name, err)
+		}
+	}
+	if cfg.ActivatorAddress != "" {
+		// Every replica serves: the Runnable needs no lead.
+		if err := mgr.Add(&activator.Server{Addr: net.JoinHostPort("", strconv.Itoa(cfg.ActivatorPort)), ShutdownTimeout: timeout,
+			Handler: &activator.Handler{Backend: &activator.Kube{Client: mgr.GetClient()}, Timeout: cfg.ActivatorTimeout,
+				ClusterDomain: cfg.ClusterDomain, Log: ctrl.Log.WithName("activator")}}); err != nil {
+			return fmt.Errorf("add the activator: %w", err)
 		}
 	}
 	// Tests run the manager more than once in one process, on the one

@@ -43,6 +43,14 @@ func TestConfigRules(t *testing.T) {
 		{"an unknown pull policy is refused by flag and variable", nil, map[string]string{"RUNTIME_IMAGE_PULL_POLICY": "Sometimes"}, "--runtime-image-pull-policy / RUNTIME_IMAGE_PULL_POLICY", nil},
 		{"a malformed shutdown timeout is refused by name", nil, map[string]string{"SHUTDOWN_TIMEOUT": "soon"}, "SHUTDOWN_TIMEOUT", nil},
 		{"an unknown log level is refused by flag and variable", nil, map[string]string{"LOG_LEVEL": "loud"}, "--log-level / LOG_LEVEL", nil},
+		{"without --activator-address there is no activator; its port and timeout have defaults", nil, nil, "", func(c *config) bool {
+			return c.ActivatorAddress == "" && c.ActivatorPort == 8082 && c.ActivatorTimeout == 2*time.Minute && c.ClusterDomain == "cluster.local"
+		}},
+		{"ACTIVATOR_ADDRESS takes the pod IP", nil, map[string]string{"ACTIVATOR_ADDRESS": "10.1.2.3"}, "", func(c *config) bool { return c.ActivatorAddress == "10.1.2.3" }},
+		{"an activator address that is not an IP is refused", nil, map[string]string{"ACTIVATOR_ADDRESS": "omnia.svc"}, "--activator-address / ACTIVATOR_ADDRESS", nil},
+		{"a loopback activator address is refused: EndpointSlices cannot name it", nil, map[string]string{"ACTIVATOR_ADDRESS": "127.0.0.1"}, "--activator-address / ACTIVATOR_ADDRESS", nil},
+		{"an activator port out of range is refused", []string{"--activator-port=70000"}, nil, "--activator-port / ACTIVATOR_PORT", nil},
+		{"a non-positive activator timeout is refused", []string{"--activator-timeout=0s"}, nil, "--activator-timeout / ACTIVATOR_TIMEOUT", nil},
 		{"the old --graceful-shutdown-timeout is gone", []string{"--graceful-shutdown-timeout=5s"}, nil, "graceful-shutdown-timeout", nil},
 	}
 	for _, c := range cases {

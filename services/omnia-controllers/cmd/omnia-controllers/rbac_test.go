@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/testenv"
 )
 
 // installRBAC creates what deploy/omnia-controllers/rbac.yaml declares, in
@@ -68,11 +71,11 @@ func installedSA(t *testing.T) *rest.Config {
 // runInstalled runs the binary as the install's ServiceAccount, electing
 // on the Lease leaseID, and waits until every cache synced. stop ends the
 // run and fails t when it ended with an error.
-func runInstalled(t *testing.T, leaseID string) (ctx context.Context, stop func()) {
+func runInstalled(t *testing.T, leaseID string, extra ...string) (ctx context.Context, stop func()) {
 	t.Helper()
-	cfg, ctx, cancel, done := startRun(t, installedSA(t),
-		"--leader-election-namespace="+sysNS, "--leader-election-id="+leaseID, "--shutdown-timeout=5s",
-		"--provider-credential-probe=false")
+	args := append([]string{"--leader-election-namespace=" + sysNS, "--leader-election-id=" + leaseID, "--shutdown-timeout=5s",
+		"--provider-credential-probe=false"}, extra...)
+	cfg, ctx, cancel, done := startRun(t, installedSA(t), args...)
 	stop = func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -100,7 +103,11 @@ const sysNS = "agentplane-system"
 // Service. A missing permission shows up as a cache that never syncs or a
 // write that is refused.
 func TestInstalledRBACIsEnough(t *testing.T) {
-	ctx, stop := runInstalled(t, "omnia-rbac-test")
+	_, activatorPort, err := net.SplitHostPort(testenv.FreeAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := runInstalled(t, "omnia-rbac-test", "--activator-address=10.0.0.7", "--activator-port="+activatorPort)
 	defer stop()
 
 	ns := env.Namespace(t)
@@ -125,6 +132,26 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 			return err
 		}
 		return env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "bot"}, &corev1.Service{})
+	})
+	// The activator (listening on every interface; the address is only
+	// what slices would name) reads the agent, its Service and its slice as the
+	// ServiceAccount: a refusal would be a 503, not the 421 of an agent
+	// that is up.
+	eventually(t, "the activator refuses, as the ServiceAccount, an agent it does not serve", func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+activatorPort+"/", nil)
+		if err != nil {
+			return err
+		}
+		req.Host = "bot." + ns + ".svc"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusMisdirectedRequest {
+			return fmt.Errorf("activator answered %d; want 421", resp.StatusCode)
+		}
+		return nil
 	})
 	eventually(t, "the agent's status written", func() error {
 		a := &omniav1.AgentRuntime{}

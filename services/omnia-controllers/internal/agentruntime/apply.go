@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -20,8 +21,10 @@ import (
 // (both are in the snapshot). A pass makes at most eight writes (two of
 // the rollout, the tools ConfigMap, the stable Deployment, the Service,
 // the HPA and the KEDA ScaledObject — one of them written, the other
-// deleted —, the key mirror) and asks at most two questions (an analysis,
-// a key set), so ten rounds always suffice; the rest is margin. A plan that does not settle within
+// deleted —, the key mirror, the activator slice) and asks at most three
+// questions (an analysis, a key set, the Service's slices), so twelve
+// rounds always suffice; the rest is margin. (The stale slices a route
+// deletes are writes of one round when they succeed.) A plan that does not settle within
 // the bound is a bug in decide, returned as an error rather than looped on.
 const maxRounds = 16
 
@@ -105,6 +108,8 @@ func (r *Reconciler) answer(ctx context.Context, s *snapshot, q *question) {
 	switch {
 	case q.analysis != nil:
 		s.analysis = r.runAnalysis(ctx, s.in.Agent, q.analysis)
+	case q.slices != "":
+		s.slices = r.listSlices(ctx, s.in.Agent.Namespace, q.slices)
 	default:
 		f := r.JWKSFetcher
 		if f == nil {
@@ -141,4 +146,15 @@ func (r *Reconciler) finish(ctx context.Context, cur *omniav1.AgentRuntime, p pl
 		err = p.retry
 	}
 	return reconcile.Result{RequeueAfter: p.requeueAfter}, err
+}
+
+// listSlices lists the EndpointSlices of Service svc from the API server.
+func (r *Reconciler) listSlices(ctx context.Context, ns, svc string) *slicesAnswer {
+	rd := r.Reader
+	if rd == nil {
+		rd = r.Client
+	}
+	var l discoveryv1.EndpointSliceList
+	err := rd.List(ctx, &l, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: svc})
+	return &slicesAnswer{items: l.Items, err: err}
 }

@@ -37,6 +37,14 @@ type Config struct {
 	FacadeImage string
 	// FacadeCommand overrides the facade image's entrypoint when not empty.
 	FacadeCommand []string
+	// ActivatorAddress is the IP address of the activator (this
+	// process's pod, --activator-address): a reaped agent's Service is
+	// routed there so its next session wakes it (activator.go). Empty:
+	// a reaped agent's Service keeps its selector and only the wake
+	// annotation wakes it.
+	ActivatorAddress string
+	// ActivatorPort is the activator's port (--activator-port).
+	ActivatorPort int32
 }
 
 // Label keys and values of the objects the controller builds.

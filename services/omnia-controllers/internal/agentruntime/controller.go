@@ -26,6 +26,10 @@ type Reconciler struct {
 	// Client reads through the manager's cache (with the index package's
 	// field indexes) and writes to the API server.
 	Client client.Client
+	// Reader reads from the API server what the cache does not hold (the
+	// EndpointSlices of the cluster's EndpointSlice controller); Client
+	// when nil.
+	Reader client.Reader
 	// Recorder emits Warning events.
 	Recorder events.EventRecorder
 	// Config is what the operator adds to every agent.

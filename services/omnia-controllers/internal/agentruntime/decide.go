@@ -12,7 +12,8 @@ import (
 
 // decide plans one pass over an agent: it resolves the inputs and, once
 // all are usable, plans the writes of the Deployment, Service and HPA,
-// the rollout, the OIDC key mirror and the idle deadline, and the status
+// the rollout, the OIDC key mirror and the idle deadline (with the
+// Service's route to the activator, activator.go), and the status
 // that records them. It is pure: what it cannot read from the snapshot it
 // asks (plan.ask) or assumes (a write's success, until its outcome is in
 // the snapshot). Success is requeued only for the timers of
@@ -152,7 +153,16 @@ func (d *decider) pass() {
 	}
 	d.set(omniav1.ConditionDeploymentReady, metav1.ConditionTrue, omniav1.ReasonDeploymentCreated, "Deployment "+dep.Name)
 	svc := BuildService(in.Agent)
-	if err := d.service(svc); transientAPIError(err) {
+	ready := dep.Status.ReadyReplicas
+	if c := d.s.live.candidate.obj; c != nil {
+		// The Service fronts the candidate's pods too.
+		ready += c.Status.ReadyReplicas
+	}
+	svcMsg, err := d.routeService(svc, routeToActivator(d.s.cfg, idle.ScaleToZero, d.routed(), ready))
+	if d.asked() {
+		return
+	}
+	if transientAPIError(err) {
 		if roErr == nil {
 			d.end(nil, 0, err, nil)
 		} else {
@@ -165,7 +175,7 @@ func (d *decider) pass() {
 		d.end(st, 0, errors.Join(roErr, err), nil)
 		return
 	}
-	d.set(omniav1.ConditionServiceReady, metav1.ConditionTrue, omniav1.ReasonServiceCreated, "Service "+svc.Name)
+	d.set(omniav1.ConditionServiceReady, metav1.ConditionTrue, omniav1.ReasonServiceCreated, svcMsg)
 	st.ServiceEndpoint = fmt.Sprintf("%s.%s.svc.cluster.local:%d", in.Agent.Name, in.Agent.Namespace, primaryPort(in.Agent))
 	// An HPA failure is in AutoscalingReady; the pass goes on so the
 	// status that shows it is written.

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -120,6 +121,14 @@ func written(s snapshot, p plan) snapshot {
 				o = nil
 			}
 			next.live.pdb.obj = o
+		case *discoveryv1.EndpointSlice:
+			if o.Name != ActivatorSliceName(a.Name) {
+				continue // a stale slice of the cluster's controller
+			}
+			if gone {
+				o = nil
+			}
+			next.live.activatorSlice.obj = o
 		}
 	}
 	return next

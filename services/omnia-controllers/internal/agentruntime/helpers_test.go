@@ -67,7 +67,7 @@ func startStack(t *testing.T, wire func(mgr ctrl.Manager, r *Reconciler) reconci
 			return (&provider.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, nil)
 		},
 		func(mgr ctrl.Manager) error {
-			r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("agentruntime-controller"), Config: testConfig}
+			r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("agentruntime-controller"), Config: testConfig}
 			var rec reconcile.Reconciler
 			if wire != nil {
 				rec = wire(mgr, r)

@@ -83,6 +83,9 @@ type question struct {
 	analysis *omniav1.RolloutAnalysisStep
 	// issuer is the OIDC issuer whose key set to fetch.
 	issuer string
+	// slices is the Service whose EndpointSlices to list from the API
+	// server (the cache holds only the activator's).
+	slices string
 }
 
 // note is an event to emit and the action it records.

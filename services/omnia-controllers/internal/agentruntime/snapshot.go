@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,9 @@ type snapshot struct {
 	// keySet answers a question for the OIDC issuer's key set; nil until
 	// asked.
 	keySet *keySetAnswer
+	// slices answers a question for the EndpointSlices of the agent's
+	// Service; nil until asked.
+	slices *slicesAnswer
 	// done are the outcomes of the plan's first len(done) writes, in
 	// order.
 	done []outcome
@@ -64,6 +68,13 @@ type candidateInputs struct {
 type keySetAnswer struct {
 	jwks    []byte
 	failure string
+}
+
+// slicesAnswer is the EndpointSlices of a Service as the API server
+// listed them, or why it could not.
+type slicesAnswer struct {
+	items []discoveryv1.EndpointSlice
+	err   error
 }
 
 // liveObjects are the objects of the agent's names. A read failure is
@@ -90,6 +101,8 @@ type liveObjects struct {
 	facadeRole    found[*rbacv1.Role]
 	facadeBinding found[*rbacv1.RoleBinding]
 	pdb           found[*policyv1.PodDisruptionBudget]
+	// activatorSlice routes the Service to the activator (activator.go).
+	activatorSlice found[*discoveryv1.EndpointSlice]
 }
 
 // found is one object read by name: obj is nil when it does not exist or
@@ -126,6 +139,7 @@ func (r *Reconciler) snapshot(ctx context.Context, a *omniav1.AgentRuntime, now 
 		facadeRole:     read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &rbacv1.Role{}),
 		facadeBinding:  read(ctx, r, a.Namespace, FacadeRBACName(a.Name), &rbacv1.RoleBinding{}),
 		pdb:            read(ctx, r, a.Namespace, a.Name, &policyv1.PodDisruptionBudget{}),
+		activatorSlice: read(ctx, r, a.Namespace, ActivatorSliceName(a.Name), &discoveryv1.EndpointSlice{}),
 	}
 	if s.live.scaledObject, s.kedaServed, err = r.readScaledObject(ctx, a, kedaWanted(s.in)); err != nil {
 		return s, err

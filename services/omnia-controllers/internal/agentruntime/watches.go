@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,7 +33,7 @@ import (
 )
 
 // SetupWithManager wires the controller: it owns the Deployments, Service,
-// HPA, KEDA ScaledObject, PodDisruptionBudget, facade ServiceAccount,
+// HPA, KEDA ScaledObject, PodDisruptionBudget, activator EndpointSlice, facade ServiceAccount,
 // Role and RoleBinding, OIDC key Secret and tools ConfigMap it builds, and
 // maps every PromptPack, SkillSource, ToolRegistry, ToolPolicy, Provider
 // and credential Secret change back to the agents that reference it
@@ -48,6 +49,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 		Owns(&corev1.Service{}).
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		// The activator route: a deleted or edited slice is repaired at once.
+		Owns(&discoveryv1.EndpointSlice{}).
 		// The facade's access: a deleted or edited one is repaired at once.
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).

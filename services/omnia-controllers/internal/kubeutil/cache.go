@@ -2,6 +2,7 @@ package kubeutil
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -28,27 +29,37 @@ func SecretSelector() labels.Selector {
 	return labels.NewSelector().Add(*req)
 }
 
-// AgentPodSelector selects the only pods the controllers may see: the
-// agent pods the AgentRuntime controller builds (app.kubernetes.io/name
-// omnia-agent), whose names tell which facades' session reports still
-// count. Only their metadata is watched.
+// ActivatorSliceManagedBy is the endpointslice.kubernetes.io/managed-by
+// value of the EndpointSlices that route a reaped agent's Service to the
+// activator (the agentruntime package writes them). A label value cannot
+// hold a "/", so it is named as the cluster's own controllers name theirs
+// (endpointslice-controller.k8s.io).
+const ActivatorSliceManagedBy = "agentruntime-controller.omnia.altairalabs.ai"
+
+// AgentPodSelector selects the pods of AgentRuntimes: the name and
+// managed-by labels every agent pod carries (agentruntime.SelectorLabels).
 func AgentPodSelector() labels.Selector {
-	return labels.SelectorFromSet(labels.Set{"app.kubernetes.io/name": "omnia-agent"})
+	return labels.SelectorFromSet(labels.Set{"app.kubernetes.io/name": "omnia-agent", "app.kubernetes.io/managed-by": "omnia-controllers"})
 }
 
 // ApplyCacheOptions limits what the manager's cache holds to what the
-// controllers need. Secrets: only those SecretSelector selects. Pods:
-// only those AgentPodSelector selects. ConfigMaps:
+// controllers need. Secrets: only those SecretSelector selects. ConfigMaps:
 // never cached whole; the controllers watch their metadata only (see
 // WatchesMetadata in the PromptPack and SkillSource controllers) and read
 // the one ConfigMap a pass needs from the API server, so a tenant's
 // ConfigMaps never sit in this process's memory; their cached metadata
 // is stripped too (stripCached).
+//
+// EndpointSlices: only the activator's (ActivatorSliceManagedBy); Pods:
+// only agent pods (AgentPodSelector), which the activator waits on and
+// whose names tell which facades' session reports still count. Both
+// kinds exist in every namespace in numbers, and nothing else reads them.
 func ApplyCacheOptions(o *ctrl.Options) {
 	if o.Cache.ByObject == nil {
 		o.Cache.ByObject = map[client.Object]cache.ByObject{}
 	}
 	o.Cache.ByObject[&corev1.Secret{}] = cache.ByObject{Label: SecretSelector()}
+	o.Cache.ByObject[&discoveryv1.EndpointSlice{}] = cache.ByObject{Label: labels.SelectorFromSet(labels.Set{discoveryv1.LabelManagedBy: ActivatorSliceManagedBy})}
 	o.Cache.ByObject[&corev1.Pod{}] = cache.ByObject{Label: AgentPodSelector()}
 	o.Cache.DefaultTransform = stripCached
 	if o.Client.Cache == nil {
