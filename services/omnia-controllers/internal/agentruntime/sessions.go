@@ -3,6 +3,7 @@ package agentruntime
 import (
 	"context"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"math"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,11 +79,11 @@ func (d *decider) sessionReports() {
 }
 
 // agentPods reads the names of the agent's pods, stable and candidate,
-// from the cache of pod metadata (kubeutil.ApplyCacheOptions holds only
-// agent pods).
+// from the one cache of agent pods (kubeutil.ApplyCacheOptions holds only
+// agent pods), which the activator reads for their readiness too: a
+// metadata-only watch of the same pods would be a second informer.
 func (r *Reconciler) agentPods(ctx context.Context, a *omniav1.AgentRuntime) (map[string]bool, error) {
-	var l metav1.PartialObjectMetadataList
-	l.SetGroupVersionKind(podListGVK)
+	var l corev1.PodList
 	if err := r.Client.List(ctx, &l, client.InNamespace(a.Namespace), client.MatchingLabels(objectLabels(a.Name))); err != nil {
 		return nil, fmt.Errorf("list pods of AgentRuntime %s/%s: %w", a.Namespace, a.Name, err)
 	}

@@ -2,6 +2,7 @@ package agentruntime
 
 import (
 	"context"
+	corev1 "k8s.io/api/core/v1"
 	"math"
 	"testing"
 	"time"
@@ -123,14 +124,12 @@ func TestFoldReports(t *testing.T) {
 // TestAgentOfPod: a pod maps to the agent its instance label names, only
 // when it is an agent pod.
 func TestAgentOfPod(t *testing.T) {
-	pod := func(l map[string]string) *metav1.PartialObjectMetadata {
-		p := podMetadata()
-		p.Namespace, p.Name, p.Labels = "ns", "agent-abc", l
-		return p
+	pod := func(l map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent-abc", Labels: l}}
 	}
 	cases := []struct {
 		name string
-		pod  *metav1.PartialObjectMetadata
+		pod  *corev1.Pod
 		want []reconcile.Request
 	}{
 		{"an agent pod maps to its agent", pod(SelectorLabels("agent")),

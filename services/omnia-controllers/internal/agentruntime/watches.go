@@ -12,7 +12,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -81,7 +80,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 		Watches(&omniav1.MemoryPolicy{}, handler.EnqueueRequestsFromMapFunc(r.agentsOfNamespace), policyChanged).
 		// An agent pod coming or going changes which facade reports count
 		// (sessions.go); its many status updates change nothing here.
-		Watches(podMetadata(), handler.EnqueueRequestsFromMapFunc(agentOfPod), builder.OnlyMetadata, podCameOrWent)
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(agentOfPod), podCameOrWent)
 	// controller-runtime cannot watch a kind the API server does not
 	// serve, and a manager must run without KEDA: the ScaledObject watch is
 	// wired now only when KEDA's CRD is installed, else started by the
@@ -112,16 +111,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 // policyChanged passes a policy's creation, deletion and every update of
 // its spec (generation) or labels, never a status write.
 var policyChanged = builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
-
-// podListGVK is the kind of a list of pods, read as metadata.
-var podListGVK = corev1.SchemeGroupVersion.WithKind("PodList")
-
-// podMetadata is an empty pod's metadata, the type of the pod watch.
-func podMetadata() *metav1.PartialObjectMetadata {
-	p := &metav1.PartialObjectMetadata{}
-	p.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
-	return p
-}
 
 // podCameOrWent passes a pod's creation and deletion only.
 var podCameOrWent = builder.WithPredicates(predicate.Funcs{
