@@ -99,6 +99,14 @@ func newAgent(ns, name string) *agentsv1alpha1.Agent {
 type binary struct {
 	pid       int
 	pprofAddr string
+	cmd       *exec.Cmd
+}
+
+// stop ends the process before the test does, so a later phase runs
+// without it.
+func (b *binary) stop() {
+	_ = b.cmd.Process.Kill()
+	_ = b.cmd.Wait()
 }
 
 // startBinary builds and runs the real agent-controller for one namespace,
@@ -114,15 +122,7 @@ func startBinary(t *testing.T, ns string) *binary {
 	prof := os.Getenv("AGENTPLANE_BENCH_PROFILE")
 	bin := os.Getenv("AGENTPLANE_BENCH_BINARY")
 	if bin == "" {
-		bin = filepath.Join(dir, "agent-controller")
-		build := []string{"build", "-o", bin}
-		if prof != "" {
-			build = append(build, "-tags", "benchprofile")
-		}
-		build = append(build, "github.com/agentplane/agentplane/services/agent-controller")
-		if out, err := exec.Command("go", build...).CombinedOutput(); err != nil {
-			t.Fatalf("build: %v\n%s", err, out)
-		}
+		bin = buildBinary(t, prof != "")
 	}
 	kcPath := kubeconfig(t, dir, "agent-controller")
 	cmd := exec.Command(bin, "--kubeconfig", kcPath, "--watch-namespace", ns, "--leader-elect=false",
@@ -139,9 +139,43 @@ func startBinary(t *testing.T, ns string) *binary {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	b.pid = cmd.Process.Pid
+	b.pid, b.cmd = cmd.Process.Pid, cmd
+	t.Cleanup(b.stop)
 	return b
+}
+
+// built is the binary of this tree, built once per test process, so every
+// phase runs the same build.
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// buildBinary builds agent-controller from this tree (with the
+// benchprofile tag when profiled) the first time it is asked for.
+func buildBinary(t *testing.T, profiled bool) string {
+	t.Helper()
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "agent-controller-bench-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.path = filepath.Join(dir, "agent-controller")
+		args := []string{"build", "-o", built.path}
+		if profiled {
+			args = append(args, "-tags", "benchprofile")
+		}
+		args = append(args, "github.com/agentplane/agentplane/services/agent-controller")
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("build: %w\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
 }
 
 // profile starts ("start") or stops ("stop") the binary's CPU profile;
@@ -322,6 +356,21 @@ func (a *arrivals) wait(t *testing.T, within time.Duration, what string) {
 		defer a.mu.Unlock()
 		t.Fatalf("%s: %d of %d within %s", what, len(a.at), a.want, within)
 	}
+}
+
+// span returns the first and the last arrival.
+func (a *arrivals) span() (first, last time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, at := range a.at {
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	return first, last
 }
 
 // since returns, for each name in created, how long after its creation it

@@ -7,6 +7,7 @@ package bench
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/agentplane/agentplane/libs/testenv"
@@ -23,5 +24,9 @@ func TestMain(m *testing.M) {
 	// cache on) and no kube-controller-manager: the Job controller runs
 	// only in the phase that measures it, so it never competes with the
 	// others.
-	os.Exit(testenv.Run(m, &env, testenv.Options{}))
+	code := testenv.Run(m, &env, testenv.Options{})
+	if built.path != "" {
+		_ = os.RemoveAll(filepath.Dir(built.path))
+	}
+	os.Exit(code)
 }

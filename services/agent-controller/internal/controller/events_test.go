@@ -61,8 +61,8 @@ func TestTransitionsAreRecordedAsEvents(t *testing.T) {
 	second := waitPhase(t, ns, "second", agentsv1alpha1.PhaseFailed)
 
 	want := map[*agentsv1alpha1.Agent][]string{
-		first:  {"Normal/JobCreated", "Normal/Started", "Normal/Succeeded"},
-		second: {"Normal/Queued", "Normal/JobCreated", "Normal/Started", "Warning/Failed"},
+		first:  {"Normal/Started", "Normal/Succeeded"},
+		second: {"Normal/Queued", "Normal/Started", "Warning/Failed"},
 	}
 	for a, kinds := range want {
 		var evs map[string]eventsv1.Event
@@ -94,7 +94,7 @@ func TestTransitionsAreRecordedAsEvents(t *testing.T) {
 	if e := agentEvents(t, ns, "second")["Failed"]; e.Note != second.Status.FailureReason {
 		t.Errorf("the Failed note %q is not the failure reason %q", e.Note, second.Status.FailureReason)
 	}
-	if e := agentEvents(t, ns, "first")["JobCreated"]; e.Related == nil || e.Related.Kind != "Job" || e.Related.Name != "agent-job-first" {
-		t.Errorf("JobCreated relates to %+v, want the Job", e.Related)
+	if e := agentEvents(t, ns, "first")["Started"]; e.Related == nil || e.Related.Kind != "Job" || e.Related.Name != "agent-job-first" {
+		t.Errorf("Started relates to %+v, want the Job", e.Related)
 	}
 }

@@ -120,28 +120,41 @@ func (c *Controller) readNameTaken(snap *decision.Snapshot) {
 // Station namespace/station (stationKey), leaving snap.Agent's own
 // admission out of InFlight (none when snap.Agent is nil).
 func (c *Controller) fillSlots(snap *decision.Snapshot, namespace, station, stationKey string) {
+	if snap.Agent != nil && snap.Station != nil && snap.Station.Spec.EffectiveMaxConcurrent() <= 0 {
+		// An unlimited Station admits every run: only whether this run's
+		// own Job exists (a lost patch) matters. Counting the Station's
+		// other runs would make a burst into one Station quadratic.
+		c.notePendingWithJob(snap, snap.Agent)
+		return
+	}
 	snap.StationRuns = c.cachedRuns(namespace, station)
 	for _, r := range snap.StationRuns {
-		if r.Status.Phase != "" && r.Status.Phase != agentsv1alpha1.PhasePending || r.DeletionTimestamp != nil {
-			continue
-		}
-		obj, ok, _ := c.jobs.GetIndexer().GetByKey(r.Namespace + "/" + jobbuild.JobName(r.Name))
-		job, isJob := obj.(*batchv1.Job)
-		// Owned by this Agent, not by an earlier one of the same name.
-		if !ok || !isJob || !metav1.IsControlledBy(job, r) {
-			continue
-		}
-		if snap.PendingWithJob == nil {
-			snap.PendingWithJob = map[string]bool{}
-		}
-		snap.PendingWithJob[r.Name] = true
-		c.inflight.forget(r.Namespace + "/" + r.Name)
+		c.notePendingWithJob(snap, r)
 	}
 	exclude := ""
 	if snap.Agent != nil {
 		exclude = snap.Agent.Name
 	}
 	snap.InFlight = c.inflight.count(stationKey, exclude, snap.StationRuns)
+}
+
+// notePendingWithJob marks r in snap.PendingWithJob when r is Pending and
+// its Job exists, owned by r (not by an earlier Agent of the same name):
+// the run holds its slot, so it stops counting as in flight.
+func (c *Controller) notePendingWithJob(snap *decision.Snapshot, r *agentsv1alpha1.Agent) {
+	if r.Status.Phase != "" && r.Status.Phase != agentsv1alpha1.PhasePending || r.DeletionTimestamp != nil {
+		return
+	}
+	obj, ok, _ := c.jobs.GetIndexer().GetByKey(r.Namespace + "/" + jobbuild.JobName(r.Name))
+	job, isJob := obj.(*batchv1.Job)
+	if !ok || !isJob || !metav1.IsControlledBy(job, r) {
+		return
+	}
+	if snap.PendingWithJob == nil {
+		snap.PendingWithJob = map[string]bool{}
+	}
+	snap.PendingWithJob[r.Name] = true
+	c.inflight.forget(r.Namespace + "/" + r.Name)
 }
 
 // readRefs fills the Station and AgentDefinition; a missing one stays nil.

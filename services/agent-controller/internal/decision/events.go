@@ -25,13 +25,11 @@ const (
 	// EventWaitingForPreviousJob is recorded when the run waits for the Job
 	// of a deleted Agent of the same name to be garbage-collected.
 	EventWaitingForPreviousJob = agentsv1alpha1.ReasonWaitingForPreviousJob
-	// EventJobCreated is recorded when the run's Job was created (a Job
-	// run, a realtime session, a batch run's fallback).
+	// EventJobCreated is recorded when a batch run's fallback Job was
+	// created (a run's first Job is named by its Started Event).
 	EventJobCreated = agentsv1alpha1.ReasonJobCreated
-	// EventBatchSubmitted is recorded when the run's prompt went to a
-	// vendor batch API.
-	EventBatchSubmitted = agentsv1alpha1.ReasonBatchSubmitted
-	// EventStarted is recorded when the run went Running, whatever carries it.
+	// EventStarted is recorded when the run went Running, whatever carries
+	// it: the note names the Job created or the batch submitted.
 	EventStarted = "Started"
 	// EventSessionStarted is recorded when a realtime session's Job was
 	// created; the session takes prompts once its pod is up.
@@ -62,7 +60,6 @@ const (
 const (
 	actionAdmit   = "Admit"
 	actionCreate  = "CreateJob"
-	actionSubmit  = "SubmitBatch"
 	actionStart   = "Start"
 	actionFinish  = "Finish"
 	actionPreempt = "Preempt"
@@ -102,19 +99,18 @@ func AgentRef(a *agentsv1alpha1.Agent) *corev1.ObjectReference {
 	}
 }
 
-// startedEvents are the Events of a run going Running for reason (the
-// Started condition's reason, JobCreated or BatchSubmitted, which names
-// what carries the run) with msg.
-func startedEvents(s Snapshot, reason, msg string, related *corev1.ObjectReference) []Event {
-	action := actionCreate
-	if reason == EventBatchSubmitted {
-		action = actionSubmit
-	}
-	carrier := newEvent(corev1.EventTypeNormal, reason, action, msg)
-	carrier.Related = related
+// startedEvent is the one Event of a run going Running: msg names what
+// carries the run (the Started condition's message: the Job created, the
+// batch submitted), related points at it (the Job; nil for a batch), and
+// the note adds how long the run waited since the Agent's creation. One
+// Event per transition: every Event is an API write, and a burst of runs
+// should cost the API server what it must, not twice that.
+func startedEvent(s Snapshot, msg string, related *corev1.ObjectReference) Event {
 	wait := s.Now.Sub(s.Agent.CreationTimestamp.Time).Round(time.Second)
-	return []Event{carrier, newEvent(corev1.EventTypeNormal, EventStarted, actionStart,
-		fmt.Sprintf("the run started %s after the Agent was created", max(wait, 0)))}
+	e := newEvent(corev1.EventTypeNormal, EventStarted, actionStart,
+		fmt.Sprintf("%s; the run started %s after the Agent was created", msg, max(wait, 0)))
+	e.Related = related
+	return e
 }
 
 // finishedEvent is the Event of a started run ending in phase: Failed is a

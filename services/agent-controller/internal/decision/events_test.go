@@ -61,20 +61,20 @@ func TestEvents(t *testing.T) {
 			s.Agent.Status = *Decide(s).Status
 			return s
 		}, "", nil},
-		{"a Job run's start records JobCreated, related to its Job, then Started", func() Snapshot { return snap(agent("a", "")) },
-			"Normal/JobCreated Normal/Started", func(t *testing.T, p Plan) {
+		{"a Job run's start records one Started, naming its Job and related to it", func() Snapshot { return snap(agent("a", "")) },
+			"Normal/Started", func(t *testing.T, p Plan) {
 				if r := p.Events[0].Related; r == nil || r.Kind != "Job" || r.Name != "agent-job-a" || r.Namespace != "ns" {
-					t.Errorf("JobCreated related %+v", r)
+					t.Errorf("Started related %+v", r)
 				}
-				if p.Events[1].Note != "the run started 1m0s after the Agent was created" {
-					t.Errorf("Started note %q", p.Events[1].Note)
+				if p.Events[0].Note != "Job agent-job-a created; the run started 1m0s after the Agent was created" {
+					t.Errorf("Started note %q", p.Events[0].Note)
 				}
 			}},
 		{"a run whose Job exists after a lost patch records its start with the patch that lands", func() Snapshot {
 			s := snap(agent("a", ""))
 			s.PendingWithJob = map[string]bool{"a": true}
 			return s
-		}, "Normal/JobCreated Normal/Started", nil},
+		}, "Normal/Started", nil},
 		{"a running Job writes nothing and records nothing", func() Snapshot {
 			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
 			s.Job = job()
@@ -127,7 +127,7 @@ func TestEvents(t *testing.T) {
 			old.UID = "u-old"
 			s.StationRuns = []*agentsv1alpha1.Agent{old}
 			return s
-		}, "Normal/JobCreated Normal/Started", func(t *testing.T, p Plan) {
+		}, "Normal/Started", func(t *testing.T, p Plan) {
 			if len(p.Preempt) != 1 {
 				t.Fatalf("victims %+v", p.Preempt)
 			}
@@ -137,8 +137,12 @@ func TestEvents(t *testing.T) {
 				t.Errorf("victim %+v", v)
 			}
 		}},
-		{"a batch run's submit records BatchSubmitted then Started", func() Snapshot { return batchSnap(agent("a", ""), "") },
-			"Normal/BatchSubmitted Normal/Started", nil},
+		{"a batch run's submit records one Started, naming the batch API, related to nothing", func() Snapshot { return batchSnap(agent("a", ""), "") },
+			"Normal/Started", func(t *testing.T, p Plan) {
+				if p.Events[0].Related != nil || !strings.HasPrefix(p.Events[0].Note, "submitted to the anthropic batch API; the run started ") {
+					t.Errorf("Started %+v", p.Events[0])
+				}
+			}},
 		{"a batch run's result records Succeeded", func() Snapshot {
 			s := batchSnap(batchRunning("a"), "")
 			s.Batch = &BatchOutcome{State: BatchSucceeded, Lines: []string{"{}"}}
@@ -182,8 +186,8 @@ func TestEvents(t *testing.T) {
 			a.Status.BatchFallback = true
 			return batchSnap(a, agentsv1alpha1.OnTimeoutFallback)
 		}, "Normal/JobCreated", nil},
-		{"a realtime session's start records JobCreated, Started and SessionStarted", func() Snapshot { return realtimeSnap(agent("a", "")) },
-			"Normal/JobCreated Normal/Started Normal/SessionStarted", nil},
+		{"a realtime session's start records Started and SessionStarted", func() Snapshot { return realtimeSnap(agent("a", "")) },
+			"Normal/Started Normal/SessionStarted", nil},
 		{"a realtime session that cannot start records Failed, no session", func() Snapshot {
 			s := realtimeSnap(agent("a", ""))
 			s.Config.RealtimeEnabled = false

@@ -46,8 +46,7 @@ func fail(s Snapshot, reason string, kind FailureKind, condReason string) Plan {
 // start moves plan's Pending run to Running as of this pass, with st (the
 // caller's copy of the status, carrying its mode's fields) resolved and
 // Started for reason, and times the wait since the Agent's creation. Its
-// Events name what carries the run (reason, with msg and the related
-// object) and the start.
+// one Event names what carries the run (msg, the related object).
 func start(plan *Plan, s Snapshot, st *agentsv1alpha1.AgentStatus, reason, msg string, related *corev1.ObjectReference) {
 	st.Phase = agentsv1alpha1.PhaseRunning
 	st.StartedAt = &metav1.Time{Time: s.Now}
@@ -55,7 +54,7 @@ func start(plan *Plan, s Snapshot, st *agentsv1alpha1.AgentStatus, reason, msg s
 	setCondition(st, s, agentsv1alpha1.ConditionResolved, metav1.ConditionTrue, agentsv1alpha1.ReasonResolved, "Station and AgentDefinition found")
 	setCondition(st, s, agentsv1alpha1.ConditionStarted, metav1.ConditionTrue, reason, msg)
 	plan.Status = st
-	plan.Events = append(plan.Events, startedEvents(s, reason, msg, related)...)
+	plan.Events = append(plan.Events, startedEvent(s, msg, related))
 	plan.Outcome.Started = true
 	plan.Outcome.QueueWait = s.Now.Sub(s.Agent.CreationTimestamp.Time)
 	plan.Outcome.Mode = modeOf(s)
