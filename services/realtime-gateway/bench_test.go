@@ -145,21 +145,40 @@ func TestBenchGatewayAddedLatency(t *testing.T) {
 		viaDirect()
 		viaGateway()
 	}
-	const blocks, per = 20, 250
-	var d, gw []time.Duration
-	for range blocks {
-		for range per {
-			d = append(d, viaDirect())
+	// Three rounds, each a comparison of its own, so one report says how
+	// often the targets were met rather than one lucky or unlucky run.
+	const rounds, blocks, per = 3, 20, 250
+	met50, met99 := 0, 0
+	for round := 1; round <= rounds; round++ {
+		var d, gw []time.Duration
+		for range blocks {
+			for range per {
+				d = append(d, viaDirect())
+			}
+			for range per {
+				gw = append(gw, viaGateway())
+			}
 		}
-		for range per {
-			gw = append(gw, viaGateway())
+		pd50, pd99 := pct(d, 50), pct(d, 99)
+		pg50, pg99 := pct(gw, 50), pct(gw, 99)
+		if pg50-pd50 <= addedP50Target {
+			met50++
 		}
+		if pg99-pd99 <= addedP99Target {
+			met99++
+		}
+		testenv.BenchReport(t, fmt.Sprintf("| realtime-gateway added latency, round %d of %d, one-event turn, %d calls each (direct → via gateway) | p50 %s → %s (+%s, target ≤ 0.5ms) | p99 %s → %s (+%s, target ≤ 2ms) | %s |",
+			round, rounds, len(d), ms(pd50), ms(pg50), ms(pg50-pd50), ms(pd99), ms(pg99), ms(pg99-pd99), benchCmd("TestBenchGatewayAddedLatency")))
 	}
-	pd50, pd99 := pct(d, 50), pct(d, 99)
-	pg50, pg99 := pct(gw, 50), pct(gw, 99)
-	testenv.BenchReport(t, fmt.Sprintf("| realtime-gateway added latency, one-event turn, %d calls each (direct → via gateway) | p50 %s → %s (+%s, target ≤ 0.5ms) | p99 %s → %s (+%s, target ≤ 2ms) | %s |",
-		len(d), ms(pd50), ms(pg50), ms(pg50-pd50), ms(pd99), ms(pg99), ms(pg99-pd99), benchCmd("TestBenchGatewayAddedLatency")))
+	testenv.BenchReport(t, fmt.Sprintf("| realtime-gateway added latency: rounds on target (≥ 2 of %d wanted) | p50 %d of %d | p99 %d of %d | |",
+		rounds, met50, rounds, met99, rounds))
 }
+
+// The added-latency targets: what the gateway may add to a turn.
+const (
+	addedP50Target = 500 * time.Microsecond
+	addedP99Target = 2 * time.Millisecond
+)
 
 // TestBenchIdleSessionsMemory reports what 1,000 open, waiting Prompt
 // streams cost the gateway: the real binary runs as its own process (so
