@@ -51,7 +51,7 @@ func TestParseSimulatedRuns(t *testing.T) {
 func TestRunLengthIsPerPodInTheRangeAndStable(t *testing.T) {
 	r := SimulatedRuns{Min: 30 * time.Second, Max: 120 * time.Second}
 	seen := map[time.Duration]bool{}
-	var lo, hi time.Duration = r.Max, r.Min
+	lo, hi := r.Max, r.Min
 	for i := range 1000 {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(fmt.Sprintf("6b1f0c2e-%04d-4d8e-9c1a-5f3e2d1c0b%02d", i, i%100))}}
 		d := r.runLength(pod)
