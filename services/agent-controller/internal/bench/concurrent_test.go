@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -123,6 +124,20 @@ func TestBenchConcurrentRuns(t *testing.T) {
 		}
 	}()
 
+	if prof := os.Getenv("AGENTPLANE_BENCH_PROFILE"); prof != "" {
+		// The heap when half the runs are done: every run cached, the
+		// finished ones read back.
+		watches.Add(1)
+		go func() {
+			defer watches.Done()
+			for ctx.Err() == nil && agentDone.count() < n/2 {
+				time.Sleep(200 * time.Millisecond)
+			}
+			if ctx.Err() == nil {
+				bin.heapProfile(t, prof+".heap")
+			}
+		}()
+	}
 	start := time.Now()
 	createAgents(t, c, ns, "run", n, clients)
 	created := time.Since(start)

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -365,4 +366,26 @@ func (a *arrivals) count() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.at)
+}
+
+// heapProfile writes the binary's live heap profile to file; nothing
+// without AGENTPLANE_BENCH_PROFILE.
+func (b *binary) heapProfile(t *testing.T, file string) {
+	t.Helper()
+	if b.pprofAddr == "" {
+		return
+	}
+	resp, err := http.Get("http://" + b.pprofAddr + "/profile/heap")
+	if err != nil {
+		t.Logf("heap profile: %v", err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(file, raw, 0o600)
+	}
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Logf("heap profile: %v (%s)", err, resp.Status)
+	}
 }
