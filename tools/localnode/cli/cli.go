@@ -31,6 +31,10 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	imageCache := fs.String("image-cache", "", "directory of unpacked image root filesystems (default <state-dir>/images)")
 	podNetwork := fs.Bool("pod-network", false, "give each pod without hostNetwork its own network namespace and IP, with Service ClusterIPs and cluster DNS")
 	podSubnet := fs.String("pod-subnet", "", "IPv4 subnet of pod addresses with --pod-network (default: a free 10.88.N.0/24)")
+	simulate := fs.String("simulate-runs", "", "run no container: each pod goes Running at once and Succeeded after a random run length in MIN-MAX (e.g. 30s-120s), for load tests (empty: run pods)")
+	maxPods := fs.Int("max-pods", 110, "the Node's pod capacity")
+	qps := fs.Float64("kube-api-qps", 0, "client rate limit towards the API server, in requests per second (0: client-go's default, 5)")
+	burst := fs.Int("kube-api-burst", 0, "client burst towards the API server (0: client-go's default, 10)")
 	verbose := fs.Bool("v", false, "log debug details")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -39,14 +43,25 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("load kubeconfig %s: %w", *kubeconfig, err)
 	}
+	if *qps > 0 {
+		cfg.QPS = float32(*qps)
+	}
+	if *burst > 0 {
+		cfg.Burst = *burst
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
 	}
 	ncfg := node.Config{
 		RESTConfig: cfg, Name: *name, StateDir: *stateDir, KubeletPort: *port, LeavePodsRunning: !*stopPods,
-		ImageDirs: splitList(*imageStore), ImageCacheDir: *imageCache,
+		ImageDirs: splitList(*imageStore), ImageCacheDir: *imageCache, MaxPods: *maxPods,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+	}
+	if *simulate != "" {
+		if ncfg.SimulateRuns, err = node.ParseSimulatedRuns(*simulate); err != nil {
+			return err
+		}
 	}
 	if *podNetwork {
 		ncfg.Network = &node.NetworkConfig{Subnet: *podSubnet}

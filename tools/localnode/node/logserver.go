@@ -108,6 +108,12 @@ func (s *logServer) containerLogs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	if s.n.sim != nil && findContainer(pod, container) != nil {
+		// A simulated run prints nothing.
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	path, status, msg := s.logPath(pod, container, q.Get("previous") == "true")
 	if status != http.StatusOK {
 		http.Error(w, msg, status)

@@ -129,6 +129,11 @@ type Config struct {
 	// (see podnet.go). Nil keeps every pod on the host network at
 	// 127.0.0.1.
 	Network *NetworkConfig
+	// SimulateRuns, when set, runs no container at all: each pod bound
+	// to the node goes Running at once and Succeeded after a run length
+	// in the range (see simulate.go), with an empty log. For load tests
+	// of what watches pods and Jobs, with thousands of pods at once.
+	SimulateRuns *SimulatedRuns
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -191,6 +196,9 @@ type Node struct {
 	net *nodeNetwork
 	svc *serviceNet
 	dns *dnsServer
+
+	// sim writes the statuses of simulated runs (Config.SimulateRuns).
+	sim *simulator
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
@@ -290,11 +298,16 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.bound, n.unbound = boundInf.Lister(), unboundInf.Lister()
 	// Pod workers live as long as the node (n.ctx), past ctx, which bounds
 	// only the start-up.
-	if _, err := boundInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	podHandler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { n.podChanged(obj) },    //nolint:contextcheck // workers run under the node's lifetime n.ctx, not Start's ctx
 		UpdateFunc: func(_, obj any) { n.podChanged(obj) }, //nolint:contextcheck // workers run under the node's lifetime n.ctx, not Start's ctx
 		DeleteFunc: n.podDeleted,
-	}); err != nil {
+	}
+	if cfg.SimulateRuns != nil {
+		n.sim = newSimulator(n, *cfg.SimulateRuns)
+		podHandler = n.sim.handler()
+	}
+	if _, err := boundInf.Informer().AddEventHandler(podHandler); err != nil {
 		return nil, fmt.Errorf("localnode: watch bound pods: %w", err)
 	}
 	if _, err := unboundInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -316,6 +329,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, errors.New("localnode: pod informers did not sync")
 	}
 	n.sweepOrphans()
+	if n.sim != nil {
+		n.sim.run(nodeCtx)
+	}
 	n.wg.Add(1)
 	go func() { defer n.wg.Done(); n.runBinder(nodeCtx) }()
 	ok = true
@@ -346,6 +362,9 @@ func (n *Node) Stop() {
 	}
 	n.mu.Unlock()
 	n.bindQueue.ShutDown()
+	if n.sim != nil {
+		n.sim.queue.ShutDown()
+	}
 	n.cancel()
 	if !n.cfg.LeavePodsRunning {
 		var wg sync.WaitGroup

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -115,8 +116,9 @@ func (b *binary) stop() {
 // profile can record its CPU profile into that file.
 // AGENTPLANE_BENCH_BINARY runs a binary built earlier instead (one of
 // another commit, to compare two in the same conditions), and
-// AGENTPLANE_BENCH_ARGS adds flags (--workers=8, to compare settings).
-func startBinary(t *testing.T, ns string) *binary {
+// AGENTPLANE_BENCH_ARGS adds flags (--workers=8, to compare settings)
+// after the test's own args.
+func startBinary(t *testing.T, ns string, args ...string) *binary {
 	t.Helper()
 	dir := t.TempDir()
 	prof := os.Getenv("AGENTPLANE_BENCH_PROFILE")
@@ -129,6 +131,7 @@ func startBinary(t *testing.T, ns string) *binary {
 		"--kube-api-qps", strconv.Itoa(clientQPS), "--kube-api-burst", strconv.Itoa(clientBurst),
 		"--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0", "--log-level", "warn")
 	// Extra flags, to compare settings (the last of a repeated flag wins).
+	cmd.Args = append(cmd.Args, args...)
 	cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("AGENTPLANE_BENCH_ARGS"))...)
 	cmd.Stderr = os.Stderr
 	b := &binary{}
@@ -218,9 +221,9 @@ func kubeconfig(t *testing.T, dir, user string) string {
 
 // startKCM runs kube-controller-manager with only the Job controller and
 // the ServiceAccount controller (pods are refused in a namespace without
-// its default ServiceAccount), at clientQPS/clientBurst and otherwise its
-// defaults. stop ends it.
-func startKCM(t *testing.T) (stop func()) {
+// its default ServiceAccount), and the extra controllers named, at
+// clientQPS/clientBurst and otherwise its defaults. stop ends it.
+func startKCM(t *testing.T, extra ...string) (stop func()) {
 	t.Helper()
 	assets, err := kubeassets.AssetsDir()
 	if err != nil {
@@ -230,7 +233,7 @@ func startKCM(t *testing.T) (stop func()) {
 	cmd := exec.Command(filepath.Join(assets, kubeassets.BinControllerManager),
 		"--kubeconfig="+kubeconfig(t, dir, "kube-controller-manager"),
 		"--secure-port=0", "--leader-elect=false", "--profiling=false",
-		"--controllers=job,serviceaccount",
+		"--controllers="+strings.Join(append([]string{"job", "serviceaccount"}, extra...), ","),
 		"--kube-api-qps="+strconv.Itoa(clientQPS), "--kube-api-burst="+strconv.Itoa(clientBurst))
 	logFile, err := os.Create(filepath.Join(dir, "kcm.log"))
 	if err != nil {
@@ -252,13 +255,20 @@ func startKCM(t *testing.T) (stop func()) {
 	return stop
 }
 
-func rssMiB(pid int) float64 {
+// rssMiB is the process's resident set size now.
+func rssMiB(pid int) float64 { return procStatusMiB(pid, "VmRSS:") }
+
+// peakRSSMiB is the highest resident set size the process has had.
+func peakRSSMiB(pid int) float64 { return procStatusMiB(pid, "VmHWM:") }
+
+// procStatusMiB reads one kB field of /proc/<pid>/status, in MiB.
+func procStatusMiB(pid int, field string) float64 {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(raw), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == field {
 			kb, _ := strconv.ParseFloat(f[1], 64)
 			return kb / 1024
 		}
@@ -387,4 +397,44 @@ func (a *arrivals) since(created map[string]time.Time) (lat []time.Duration, las
 		}
 	}
 	return lat, last
+}
+
+// times is a copy of when each name arrived.
+func (a *arrivals) times() map[string]time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string]time.Time, len(a.at))
+	for name, at := range a.at {
+		out[name] = at
+	}
+	return out
+}
+
+// count is how many names have arrived.
+func (a *arrivals) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.at)
+}
+
+// heapProfile writes the binary's live heap profile to file; nothing
+// without AGENTPLANE_BENCH_PROFILE.
+func (b *binary) heapProfile(t *testing.T, file string) {
+	t.Helper()
+	if b.pprofAddr == "" {
+		return
+	}
+	resp, err := http.Get("http://" + b.pprofAddr + "/profile/heap")
+	if err != nil {
+		t.Logf("heap profile: %v", err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(file, raw, 0o600)
+	}
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Logf("heap profile: %v (%s)", err, resp.Status)
+	}
 }

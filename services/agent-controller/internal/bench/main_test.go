@@ -10,12 +10,17 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/agentplane/agentplane/libs/testenv"
 )
 
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
+	// The test's own controller-runtime clients log nothing worth reading.
+	ctrllog.SetLogger(logr.Discard())
 	if os.Getenv(testenv.BenchEnv) == "" {
 		// Every test here skips itself: no control plane to start.
 		os.Exit(m.Run())
