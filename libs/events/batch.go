@@ -46,7 +46,7 @@ func PublishBatchNotice(nc *nats.Conn, ev *eventsv1.RunEvent) error {
 func SubscribeBatchNotices(nc *nats.Conn, namespace, agent string, fn func(*eventsv1.RunEvent)) (*nats.Subscription, error) {
 	subj := BatchSubject(namespace, agent)
 	sub, err := nc.Subscribe(subj, func(m *nats.Msg) {
-		if ev, err := Decode(m.Data); err == nil {
+		if ev, err := DecodeMessage(m.Data, m.Header); err == nil {
 			fn(ev)
 		}
 	})

@@ -24,7 +24,7 @@ func (p *Publisher) publishWindow(ctx context.Context, batch []*eventsv1.RunEven
 	futs := make([]jetstream.PubAckFuture, len(batch))
 	sent := 0
 	for i, ev := range batch {
-		msg, err := p.message(ev, false)
+		msg, err := p.out.message(ev, false)
 		if err != nil {
 			p.drop(ev, err)
 			batch[i] = nil

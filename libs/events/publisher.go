@@ -2,9 +2,6 @@ package events
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,7 +14,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
@@ -122,8 +118,9 @@ type Publisher struct {
 	stopLoop context.CancelFunc
 	done     chan struct{}
 
-	streamReady bool // only the loop goroutine touches it
-	failing     bool // ditto: logs an outage once, not per attempt
+	streamReady bool    // only the loop goroutine touches it
+	failing     bool    // ditto: logs an outage once, not per attempt
+	out         *outbox // ditto: the message being published
 
 	published, duplicates, retried, dropped, reordered atomic.Uint64
 }
@@ -158,6 +155,7 @@ func NewPublisher(opts PublisherOptions) (*Publisher, error) {
 		log:  opts.Logger.With("component", "events-publisher"),
 		ch:   make(chan *eventsv1.RunEvent, opts.Buffer),
 		done: make(chan struct{}),
+		out:  newOutbox(opts.MsgIDKey),
 	}
 	p.nc = opts.Conn
 	if p.nc == nil {
@@ -307,7 +305,7 @@ func (p *Publisher) run(ctx context.Context) {
 // publishOne retries ev until it is acknowledged, refused for good, or the
 // loop is stopped (ctx ends).
 func (p *Publisher) publishOne(ctx context.Context, ev *eventsv1.RunEvent) {
-	msg, err := p.message(ev, false)
+	msg, err := p.out.message(ev, false)
 	if err != nil {
 		p.drop(ev, err)
 		return
@@ -338,7 +336,7 @@ func (p *Publisher) publishOne(ctx context.Context, ev *eventsv1.RunEvent) {
 		if tooLarge(err) && len(ev.GetRaw()) > 0 && msg.Header.Get(rawDroppedHeader) == "" {
 			// The vendor's original line is optional; the typed payload
 			// is what consumers need, so shed raw rather than the event.
-			if msg, err = p.message(ev, true); err != nil {
+			if msg, err = p.out.message(ev, true); err != nil {
 				p.drop(ev, err)
 				return
 			}
@@ -381,44 +379,6 @@ func (p *Publisher) attempt(ctx context.Context, msg *nats.Msg) error {
 		p.duplicates.Add(1)
 	}
 	return nil
-}
-
-// rawDroppedHeader marks a message whose raw line was removed for size.
-const rawDroppedHeader = "Agentplane-Raw-Dropped"
-
-// message encodes ev into a NATS message; withoutRaw drops the vendor's
-// original line (on a copy, the caller's event is never modified).
-func (p *Publisher) message(ev *eventsv1.RunEvent, withoutRaw bool) (*nats.Msg, error) {
-	if withoutRaw {
-		c := proto.Clone(ev).(*eventsv1.RunEvent)
-		c.Raw = nil
-		ev = c
-	}
-	data, err := Encode(ev)
-	if err != nil {
-		return nil, err
-	}
-	msg := nats.NewMsg(ev.Subject())
-	msg.Data = data
-	if id := p.msgID(ev); id != "" {
-		msg.Header.Set(jetstream.MsgIDHeader, id)
-	}
-	if withoutRaw {
-		msg.Header.Set(rawDroppedHeader, "true")
-	}
-	return msg, nil
-}
-
-// msgID is the event's Nats-Msg-Id: its dedupe id, or an HMAC of it
-// under MsgIDKey.
-func (p *Publisher) msgID(ev *eventsv1.RunEvent) string {
-	id := ev.DedupeID()
-	if id == "" || len(p.opts.MsgIDKey) == 0 {
-		return id
-	}
-	m := hmac.New(sha256.New, p.opts.MsgIDKey)
-	m.Write([]byte(id))
-	return hex.EncodeToString(m.Sum(nil)[:20])
 }
 
 // noteFailure logs the first failure of an outage; later attempts only

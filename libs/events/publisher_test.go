@@ -110,9 +110,37 @@ func TestPublisherStoresEveryEventOnceInOrder(t *testing.T) {
 	if raw.Subject != "agents.team.fixer.message" || raw.Header.Get(jetstream.MsgIDHeader) != "u-order-1" {
 		t.Fatalf("subject %q msg id %q", raw.Subject, raw.Header.Get(jetstream.MsgIDHeader))
 	}
+	if ct := raw.Header.Get(events.ContentTypeHeader); ct != events.ContentTypeProtobuf {
+		t.Fatalf("content type %q, want the binary encoding", ct)
+	}
 	if cfg := stream.CachedInfo().Config; cfg.Storage != jetstream.FileStorage || cfg.Duplicates <= 0 {
 		t.Fatalf("stream created with %+v", cfg)
 	}
+}
+
+// TestReplayReadsBothEncodings stores an event as a producer without the
+// content-type header sent it (protojson, no header) between two the
+// Publisher sends (protobuf): a reader gets all three, in order.
+func TestReplayReadsBothEncodings(t *testing.T) {
+	srv := eventstest.Start(t)
+	r := newRun("u-mixed")
+	p := newPublisher(t, srv.URL(), nil)
+	p.Publish(message(r, 1))
+	closeWithin(t, p)
+	old := message(r, 2)
+	data, err := events.Encode(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), generous)
+	defer cancel()
+	if _, err := srv.JetStream().Publish(ctx, old.Subject(), data, jetstream.WithMsgID(old.DedupeID())); err != nil {
+		t.Fatal(err)
+	}
+	p = newPublisher(t, srv.URL(), nil)
+	p.Publish(message(r, 3))
+	closeWithin(t, p)
+	assertStoredOnceInOrder(t, srv.JetStream(), "u-mixed", 3)
 }
 
 func TestDuplicateMsgIDStoredOnce(t *testing.T) {

@@ -114,7 +114,7 @@ func Replay(ctx context.Context, js jetstream.JetStream, f Filter, opts ReplayOp
 
 // handle decodes one message and passes it to fn when it matches f.
 func handle(msg jetstream.Msg, f Filter, log *slog.Logger, fn func(*eventsv1.RunEvent) error) error {
-	ev, err := Decode(msg.Data())
+	ev, err := DecodeMessage(msg.Data(), msg.Headers())
 	if err != nil {
 		// Someone published garbage on our subjects; skip it rather than
 		// wedge every consumer on it.

@@ -114,10 +114,10 @@ type claudeBlock struct {
 // session id comes after the message.
 func (c *claudeContent) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] == '"' {
-		return tolerate(json.Unmarshal(b, &c.text))
+		return tolerate(unmarshal(b, &c.text))
 	}
 	if len(b) > 0 && b[0] == '[' {
-		return tolerate(json.Unmarshal(b, &c.blocks))
+		return tolerate(unmarshal(b, &c.blocks))
 	}
 	return nil
 }

@@ -138,7 +138,7 @@ func toolInputStruct(raw json.RawMessage) *structpb.Struct {
 		return nil
 	}
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil || v == nil {
+	if err := unmarshal(raw, &v); err != nil || v == nil {
 		return nil
 	}
 	obj, ok := v.(map[string]any)

@@ -2,8 +2,6 @@ package vendors
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 )
 
@@ -66,12 +64,11 @@ func (s *stream) decode(line []byte, v any) (ok bool, err error) {
 		// Fast path for plain text lines; json would reject them anyway.
 		return false, fmt.Errorf("%s: %w: not a JSON object", s.vendor, ErrMalformedLine)
 	}
-	err = json.Unmarshal(trimmed, v)
+	err = unmarshal(trimmed, v)
 	if err == nil {
 		return true, nil
 	}
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
+	if isTypeError(err) {
 		return true, fmt.Errorf("%s: %w: %w", s.vendor, ErrMalformedLine, err)
 	}
 	return false, fmt.Errorf("%s: %w: %w", s.vendor, ErrMalformedLine, err)
@@ -109,13 +106,13 @@ func (t *textContent) UnmarshalJSON(b []byte) error {
 	switch {
 	case len(b) > 0 && b[0] == '"':
 		var s string
-		_ = json.Unmarshal(b, &s) // the outer decoder already checked the syntax
+		_ = unmarshal(b, &s) // the outer decoder already checked the syntax
 		*t = textContent(s)
 	case len(b) > 0 && b[0] == '[':
 		var blocks []struct {
 			Text string `json:"text"`
 		}
-		_ = tolerate(json.Unmarshal(b, &blocks))
+		_ = tolerate(unmarshal(b, &blocks))
 		var buf []byte
 		for i, bl := range blocks {
 			if i > 0 && len(buf) > 0 && bl.Text != "" {
@@ -131,8 +128,7 @@ func (t *textContent) UnmarshalJSON(b []byte) error {
 // tolerate drops a type mismatch inside a nested value, keeping what was
 // decoded around it, and passes any other error on.
 func tolerate(err error) error {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
+	if isTypeError(err) {
 		return nil
 	}
 	return err

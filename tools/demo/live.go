@@ -60,7 +60,7 @@ func showRuns(ctx context.Context, c client.Client, natsURL, manifests string) e
 	defer nc.Close()
 	lines := make(chan string, 4096)
 	sub, err := nc.Subscribe("agents."+demoNamespace+".>", func(m *nats.Msg) {
-		if ev, err := events.Decode(m.Data); err == nil && digest.Interesting(ev) {
+		if ev, err := events.DecodeMessage(m.Data, m.Header); err == nil && digest.Interesting(ev) {
 			select {
 			case lines <- fmt.Sprintf("  %-15s %s", ev.GetRun().GetAgent(), digest.Line(ev)):
 			default: // the screen is a digest; NATS keeps every event
