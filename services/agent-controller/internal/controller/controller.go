@@ -14,6 +14,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -211,8 +212,16 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 	}
 	if _, err := c.agents.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		AddFunc: enqueue,
+		UpdateFunc: func(old, obj any) {
+			// The same version is the echo of this controller's own write
+			// (stored on success, storeIfNewer): the pass that wrote it
+			// decided from it already.
+			if o, n := old.(*agentsv1alpha1.Agent), obj.(*agentsv1alpha1.Agent); o != nil && n != nil && o.ResourceVersion == n.ResourceVersion {
+				return
+			}
+			enqueue(obj)
+		},
 		DeleteFunc: func(obj any) {
 			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 				c.inflight.forget(key)
@@ -222,8 +231,12 @@ func (c *Controller) Run(ctx context.Context) error {
 		return fmt.Errorf("agent handler: %w", err)
 	}
 	if _, err := c.jobs.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueOwner,
-		UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
+		AddFunc: c.enqueueOwnerOfNewJob,
+		UpdateFunc: func(old, obj any) {
+			if o, n := old.(*batchv1.Job), obj.(*batchv1.Job); o == nil || n == nil || decision.JobChangeMatters(o, n) {
+				c.enqueueOwner(obj)
+			}
+		},
 		DeleteFunc: c.enqueueOwner,
 	}); err != nil {
 		return fmt.Errorf("job handler: %w", err)
@@ -283,6 +296,25 @@ func (c *Controller) enqueueOwner(obj any) {
 			c.queue.Add(job.Namespace + "/" + o.Name)
 		}
 	}
+}
+
+// enqueueOwnerOfNewJob queues the Agent controlling a Job the cache just
+// gained, unless the cached Agent already follows it and a pass would
+// decide nothing (decision.PollPasses): the pass that created the Job
+// wrote the Agent Running, and the Job's end brings the next one.
+func (c *Controller) enqueueOwnerOfNewJob(obj any) {
+	job, ok := obj.(*batchv1.Job)
+	if !ok {
+		c.enqueueOwner(obj)
+		return
+	}
+	if ref := metav1.GetControllerOf(job); ref != nil && ref.Kind == "Agent" {
+		cached, found, _ := c.agents.GetIndexer().GetByKey(job.Namespace + "/" + ref.Name)
+		if a, isAgent := cached.(*agentsv1alpha1.Agent); found && isAgent && decision.IsRunJob(job, a) && !decision.PollPasses(a, job) {
+			return
+		}
+	}
+	c.enqueueOwner(obj)
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {

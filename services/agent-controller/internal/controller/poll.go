@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,9 +58,11 @@ func (c *Controller) poll(ctx context.Context) error {
 	c.forgetGone()
 	// Jobs too: a run decides from its cached Job while it runs, so a Job
 	// watch that missed the end would leave the Agent Running for good.
-	jobsErr := c.pollJobs(ctx)
+	// The owners of the Jobs the poll found changed get a pass.
+	owners, jobsErr := c.pollJobs(ctx)
 	counts := map[agentsv1alpha1.AgentPhase]int{}
 	var keys []string
+	jobs := c.jobs.GetIndexer()
 	for _, obj := range c.agents.GetIndexer().List() {
 		a, ok := obj.(*agentsv1alpha1.Agent)
 		if !ok {
@@ -70,7 +73,16 @@ func (c *Controller) poll(ctx context.Context) error {
 			phase = agentsv1alpha1.PhasePending
 		}
 		counts[phase]++
-		keys = append(keys, a.Namespace+"/"+a.Name)
+		key := a.Namespace + "/" + a.Name
+		var job *batchv1.Job
+		if obj, ok, _ := jobs.GetByKey(a.Namespace + "/" + decision.JobNameOf(a)); ok {
+			job, _ = obj.(*batchv1.Job)
+		}
+		// An Agent cache found behind was refreshed without watch events:
+		// every Agent gets a pass then, as it may hold what was missed.
+		if behind || owners[key] || jobsErr != nil || decision.PollPasses(a, job) {
+			keys = append(keys, key)
+		}
 	}
 	c.m.SetPhaseCounts(counts)
 	c.m.SetStations(c.stationLoads())
@@ -88,39 +100,57 @@ func (c *Controller) poll(ctx context.Context) error {
 func (c *Controller) pollAgentVersions(ctx context.Context) (behind bool, err error) {
 	lw, idx := c.lw, c.agents.GetIndexer()
 	listed := map[string]bool{}
-	listRV := ""
-	opts := &client.ListOptions{Namespace: lw.namespace, Limit: lw.pageSize}
-	for {
-		page := &metav1.PartialObjectMetadataList{}
-		page.SetGroupVersionKind(lw.gvk.GroupVersion().WithKind(lw.gvk.Kind + "List"))
-		if err := lw.c.List(ctx, page, opts); err != nil {
-			return false, err
+	listRV, err := lw.listVersions(ctx, func(m *metav1.PartialObjectMetadata, listRV string) {
+		key := m.Namespace + "/" + m.Name
+		listed[key] = true
+		old, ok, _ := idx.GetByKey(key)
+		if a, isAgent := old.(*agentsv1alpha1.Agent); ok && isAgent {
+			behind = behind || rvNewer(m.ResourceVersion, a.ResourceVersion)
+		} else if !lw.bad.known(key, m.ResourceVersion, listRV) {
+			behind = true
 		}
-		if listRV == "" {
-			listRV = page.ResourceVersion
-			c.m.Resyncs.Inc()
-		}
-		for i := range page.Items {
-			m := &page.Items[i]
-			key := m.Namespace + "/" + m.Name
-			listed[key] = true
-			old, ok, _ := idx.GetByKey(key)
-			if a, isAgent := old.(*agentsv1alpha1.Agent); ok && isAgent {
-				behind = behind || rvNewer(m.ResourceVersion, a.ResourceVersion)
-			} else if !lw.bad.known(key, m.ResourceVersion, listRV) {
-				behind = true
-			}
-		}
-		if page.Continue == "" {
-			break
-		}
-		opts.Continue = page.Continue
+	})
+	if err != nil {
+		return false, err
 	}
+	c.m.Resyncs.Inc()
 	if !behind {
 		c.evictMissing(listed, listRV)
 		lw.bad.listed(listRV)
 	}
 	return behind, nil
+}
+
+// listVersions LISTs every page of lw's objects as metadata only (no spec
+// or status to transfer or decode), handing each to each with the LIST's
+// resourceVersion, and returns that version.
+func (lw *listWatch) listVersions(ctx context.Context, each func(m *metav1.PartialObjectMetadata, listRV string)) (string, error) {
+	opts := &client.ListOptions{Namespace: lw.namespace, Limit: lw.pageSize}
+	if lw.labelSelector != "" {
+		sel, err := labels.Parse(lw.labelSelector)
+		if err != nil {
+			return "", err
+		}
+		opts.LabelSelector = sel
+	}
+	listRV := ""
+	for {
+		page := &metav1.PartialObjectMetadataList{}
+		page.SetGroupVersionKind(lw.gvk.GroupVersion().WithKind(lw.gvk.Kind + "List"))
+		if err := lw.c.List(ctx, page, opts); err != nil {
+			return "", err
+		}
+		if listRV == "" {
+			listRV = page.ResourceVersion
+		}
+		for i := range page.Items {
+			each(&page.Items[i], listRV)
+		}
+		if page.Continue == "" {
+			return listRV, nil
+		}
+		opts.Continue = page.Continue
+	}
 }
 
 // pollAgents refreshes the Agent cache from a full paginated LIST: a
@@ -146,11 +176,62 @@ func (c *Controller) pollAgents(ctx context.Context) error {
 // pollJobs refreshes the Job cache from a full paginated LIST of run
 // Jobs: a listed Job newer than the cached copy replaces it, and a cached
 // Job the LIST no longer holds is dropped when the LIST is newer (its
-// deletion was missed; readRun then confirms it live).
-func (c *Controller) pollJobs(ctx context.Context) error {
+// deletion was missed; readRun then confirms it live). It returns the
+// keys of the Agents controlling the Jobs it replaced or dropped: their
+// watch events were missed, so the poll gives them a pass.
+//
+// A metadata LIST comes first, as for the Agents: when every run Job is
+// cached at the version listed, only the cached Jobs it no longer holds
+// are dropped, and no Job is read whole.
+func (c *Controller) pollJobs(ctx context.Context) (owners map[string]bool, err error) {
 	idx := c.jobs.GetIndexer()
 	listed := map[string]bool{}
+	owners = map[string]bool{}
+	owned := func(j *batchv1.Job) {
+		if ref := metav1.GetControllerOf(j); ref != nil && ref.Kind == "Agent" {
+			owners[j.Namespace+"/"+ref.Name] = true
+		}
+	}
 	refreshed := 0
+	behind := false
+	listRV, err := c.jobLW.listVersions(ctx, func(m *metav1.PartialObjectMetadata, _ string) {
+		key := m.Namespace + "/" + m.Name
+		listed[key] = true
+		old, ok, _ := idx.GetByKey(key)
+		o, isJob := old.(*batchv1.Job)
+		behind = behind || !ok || !isJob || rvNewer(m.ResourceVersion, o.ResourceVersion)
+	})
+	if err != nil {
+		return owners, fmt.Errorf("list Jobs' metadata: %w", err)
+	}
+	if behind {
+		listed = map[string]bool{}
+		listRV, err = c.readJobsWhole(ctx, listed, owned, &refreshed)
+		if err != nil {
+			return owners, err
+		}
+	}
+	for _, obj := range idx.List() {
+		j, ok := obj.(*batchv1.Job)
+		if !ok || listed[j.Namespace+"/"+j.Name] || !rvNewer(listRV, j.ResourceVersion) {
+			continue
+		}
+		owned(j)
+		_ = idx.Delete(j)
+		refreshed++
+	}
+	if refreshed > 0 {
+		c.log.Info("poll found Jobs ended or gone that the watch had not delivered", "jobs", refreshed)
+	}
+	return owners, nil
+}
+
+// readJobsWhole refreshes the Job cache from a full paginated LIST of run
+// Jobs, noting each listed key in listed and each Job newer than its
+// cached copy with owned; it counts in refreshed the Jobs whose end the
+// watch had not delivered.
+func (c *Controller) readJobsWhole(ctx context.Context, listed map[string]bool, owned func(*batchv1.Job), refreshed *int) (string, error) {
+	idx := c.jobs.GetIndexer()
 	listRV, err := listPages(ctx, c.jobLW, func(page runtime.Object) {
 		list := page.(*batchv1.JobList)
 		for i := range list.Items {
@@ -163,27 +244,17 @@ func (c *Controller) pollJobs(ctx context.Context) error {
 					continue
 				}
 				if decision.JobFinished(o) != decision.JobFinished(j) {
-					refreshed++
+					*refreshed++
 				}
 			}
+			owned(j)
 			_ = idx.Update(j)
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("list Jobs: %w", err)
+		return "", fmt.Errorf("list Jobs: %w", err)
 	}
-	for _, obj := range idx.List() {
-		j, ok := obj.(*batchv1.Job)
-		if !ok || listed[j.Namespace+"/"+j.Name] || !rvNewer(listRV, j.ResourceVersion) {
-			continue
-		}
-		_ = idx.Delete(j)
-		refreshed++
-	}
-	if refreshed > 0 {
-		c.log.Info("poll found Jobs ended or gone that the watch had not delivered", "jobs", refreshed)
-	}
-	return nil
+	return listRV, nil
 }
 
 // stationLoads counts each cached Station's slots as admission does
