@@ -37,3 +37,9 @@ func (w ReadyWant[P]) Check(t testing.TB, phase P, observed int64, conds []metav
 		t.Fatalf("Ready = %+v; want %s/%s containing %q for generation %d", c, want, w.Reason, w.Msg, w.Gen)
 	}
 }
+
+// ReadyReason is the outcome of a kind whose Ready reason says what was
+// decided, for Status.Outcomes: "reason <Ready's reason>".
+func ReadyReason(conds []metav1.Condition) []string {
+	return []string{"reason " + meta.FindStatusCondition(conds, omniav1.ConditionReady).Reason}
+}
