@@ -86,7 +86,7 @@ func newLaggingCache(ns string) *laggingCache {
 }
 
 func (l *laggingCache) funcs() interceptor.Funcs {
-	return interceptor.Funcs{
+	return withWriteHooks(interceptor.Funcs{
 		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			a, ok := obj.(*omniav1.AgentRuntime)
 			if !ok || key.Namespace != l.ns {
@@ -107,32 +107,7 @@ func (l *laggingCache) funcs() interceptor.Funcs {
 			l.lagging = false
 			return nil
 		},
-		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			err := cl.Create(ctx, obj, opts...)
-			l.wrote("create", obj, err)
-			return err
-		},
-		Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			err := cl.Update(ctx, obj, opts...)
-			l.wrote("update", obj, err)
-			return err
-		},
-		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			err := cl.Patch(ctx, obj, patch, opts...)
-			l.wrote("patch", obj, err)
-			return err
-		},
-		Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			err := cl.Delete(ctx, obj, opts...)
-			l.wrote("delete", obj, err)
-			return err
-		},
-		SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			err := cl.SubResource(sub).Update(ctx, obj, opts...)
-			l.wrote(sub, obj, err)
-			return err
-		},
-	}
+	}, nil, l.wrote)
 }
 
 // wrote records a write: one made while the agent read was stale, a
