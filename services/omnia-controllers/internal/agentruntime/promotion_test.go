@@ -107,17 +107,7 @@ func TestPromotionSurvivesFailedWrites(t *testing.T) {
 				if _, violations := guard.report(); len(violations) > 0 {
 					t.Fatalf("the candidate was removed too early: %v", violations)
 				}
-				if err := roReadyAll(ns); err != nil {
-					return err
-				}
-				a, err := getAgent(ns, "agent")
-				if err != nil {
-					return err
-				}
-				if a.Status.Rollout == nil || a.Status.Rollout.Active || a.Status.Rollout.Message != "promoted" {
-					return fmt.Errorf("status.rollout %+v", a.Status.Rollout)
-				}
-				return nil
+				return roPromoted(ns, nil)()
 			})
 			if !failed.Load() {
 				t.Fatal("the write to fail never happened")

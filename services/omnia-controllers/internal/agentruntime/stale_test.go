@@ -162,11 +162,7 @@ func TestRolloutActsOnlyOnWhatItLastWrote(t *testing.T) {
 			TrafficRouting: &omniav1.TrafficRoutingConfig{Mode: omniav1.TrafficRoutingReplicaWeighted},
 		}
 	})
-	ctrltest.Eventually(t, wait, func() error { _, err := roDeployment(ns, "agent"); return err })
-	ctrltest.Eventually(t, wait, func() error { return roReadyAll(ns) })
-	ctrltest.Eventually(t, wait, rolloutIs(ns, func(a *omniav1.AgentRuntime) error {
-		return roCondition(a, omniav1.ConditionRolloutActive, metav1.ConditionFalse, omniav1.ReasonNoActiveRollout)
-	}))
+	roStableOnly(t, ns)
 
 	roSetCandidate(t, ns, roToV110())
 	// Each weight is followed by a pause, which starts at the clock's time
@@ -193,19 +189,7 @@ func TestRolloutActsOnlyOnWhatItLastWrote(t *testing.T) {
 		clock.advance(time.Hour)
 		roPoke(t, ns)
 	}
-	ctrltest.Eventually(t, 2*wait, func() error {
-		if err := roReadyAll(ns); err != nil {
-			return err
-		}
-		a, err := getAgent(ns, "agent")
-		if err != nil {
-			return err
-		}
-		if a.Status.Rollout == nil || a.Status.Rollout.Active || a.Status.Rollout.Message != "promoted" {
-			return fmt.Errorf("status.rollout %+v", a.Status.Rollout)
-		}
-		return roNoCandidate(ns)
-	})
+	ctrltest.Eventually(t, 2*wait, roPromoted(ns, func(*omniav1.AgentRuntime) error { return roNoCandidate(ns) }))
 	// Late passes would still act on a stale read.
 	ctrltest.Consistently(t, 2*time.Second, func() error { return roReadyAll(ns) })
 
