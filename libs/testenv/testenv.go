@@ -29,17 +29,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
-	omniav1alpha1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/kubescheme"
 	"github.com/agentplane/agentplane/libs/testenv/kubeassets"
 )
 
@@ -77,15 +74,7 @@ type Env struct {
 }
 
 // NewScheme returns a scheme with the core kinds, CRDs and both API groups.
-func NewScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, agentsv1alpha1.AddToScheme, omniav1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
-}
+func NewScheme() (*runtime.Scheme, error) { return kubescheme.New() }
 
 // Run starts the control plane, runs the package's tests and stops it. It
 // returns the exit code for os.Exit. A control plane that cannot start fails

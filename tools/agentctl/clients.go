@@ -9,15 +9,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
-	omniav1alpha1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/kubescheme"
 	"github.com/agentplane/agentplane/libs/natsauth"
 )
 
@@ -52,14 +50,8 @@ func (g *globals) clients() (*clients, error) {
 			ns = "default"
 		}
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := agentsv1alpha1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := omniav1alpha1.AddToScheme(scheme); err != nil {
+	scheme, err := kubescheme.New()
+	if err != nil {
 		return nil, err
 	}
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})

@@ -11,14 +11,12 @@ import (
 	"github.com/nats-io/nats.go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
-	omniav1alpha1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/libs/events"
+	"github.com/agentplane/agentplane/libs/kubescheme"
 	"github.com/agentplane/agentplane/tools/agentctl/digest"
 	"github.com/agentplane/agentplane/tools/demo/scenario"
 )
@@ -30,14 +28,8 @@ func newClient(kubeconfig string) (client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := agentsv1alpha1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := omniav1alpha1.AddToScheme(scheme); err != nil {
+	scheme, err := kubescheme.New()
+	if err != nil {
 		return nil, err
 	}
 	return client.New(cfg, client.Options{Scheme: scheme})

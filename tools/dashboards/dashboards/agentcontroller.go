@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
-	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 )
 
@@ -21,10 +20,8 @@ func agentControllerBoard() board {
 		service:     svc,
 		sections: []section{
 			{title: "Summary", panels: []cog.Builder[dashboard.Panel]{
-				singleStat("Leaders", unitNone,
-					"Replicas that reconcile (sum of controller_is_leader). It must be 1: 0 means nothing reconciles and runs stall; 2 means two replicas reconcile at once.",
-					q(sumBy("controller_is_leader"), "leaders"),
-				).Thresholds(thresholds("red", from(1, "green"), from(2, "red"))).GraphMode(common.BigValueGraphModeNone),
+				leadersStat("controller_is_leader",
+					"Replicas that reconcile (sum of controller_is_leader). It must be 1: 0 means nothing reconciles and runs stall; 2 means two replicas reconcile at once."),
 				singleStat("Reconcile error ratio", unitRatio,
 					"Share of the reconciles that ended in error (controller_reconciles_total{result=\"error\"} over all). Above a few percent, Agents do not progress; the controller's log names the errors.",
 					q(errorRatio, "errors"),
@@ -63,13 +60,11 @@ func agentControllerBoard() board {
 				),
 				timeSeries("Queue wait", unitSeconds,
 					"Median and 99th percentile of the time an Agent waits in the queue before a worker takes it (workqueue_queue_duration_seconds). Seconds or more mean the workers are saturated.",
-					q(quantile(0.5, "workqueue_queue_duration_seconds", "", svc, "name"), "p50 {{name}}"),
-					q(quantile(0.99, "workqueue_queue_duration_seconds", "", svc, "name"), "p99 {{name}}"),
+					medianAndP99("workqueue_queue_duration_seconds", svc, "name")...,
 				),
 				timeSeries("Reconcile duration", unitSeconds,
 					"Median and 99th percentile of one reconcile's duration (workqueue_work_duration_seconds). A p99 of seconds means slow API server calls or slow reads of run pods' logs.",
-					q(quantile(0.5, "workqueue_work_duration_seconds", "", svc, "name"), "p50 {{name}}"),
-					q(quantile(0.99, "workqueue_work_duration_seconds", "", svc, "name"), "p99 {{name}}"),
+					medianAndP99("workqueue_work_duration_seconds", svc, "name")...,
 				),
 				timeSeries("Unfinished work", unitSeconds,
 					"Seconds of reconciling in progress and not yet done (workqueue_unfinished_work_seconds), per pod. A value that rises steadily means a worker is stuck.",
@@ -91,8 +86,7 @@ func agentControllerBoard() board {
 				),
 				timeSeries("Request latency", unitSeconds,
 					"Median and 99th percentile of the latency of requests to the API server, by verb (rest_client_request_duration_seconds). A p99 of seconds slows every reconcile.",
-					q(quantile(0.5, "rest_client_request_duration_seconds", "", svc, "verb"), "p50 {{verb}}"),
-					q(quantile(0.99, "rest_client_request_duration_seconds", "", svc, "verb"), "p99 {{verb}}"),
+					medianAndP99("rest_client_request_duration_seconds", svc, "verb")...,
 				),
 			}},
 			{title: "State", panels: []cog.Builder[dashboard.Panel]{

@@ -421,6 +421,20 @@ func quantile(phi float64, histogram, selector, service string, by ...string) st
 	return fmt.Sprintf("histogram_quantile(%g, sum by (%s) (%s))", phi, strings.Join(append([]string{"le"}, by...), ", "), r)
 }
 
+// medianAndP99 is the two queries of a latency panel: the median and the
+// 99th percentile of histogram (see quantile), legends "p50" and "p99"
+// followed by the by labels.
+func medianAndP99(histogram, service string, by ...string) []query {
+	legend := ""
+	for _, l := range by {
+		legend += " {{" + l + "}}"
+	}
+	return []query{
+		q(quantile(0.5, histogram, "", service, by...), "p50"+legend),
+		q(quantile(0.99, histogram, "", service, by...), "p99"+legend),
+	}
+}
+
 // sumBy is sum by (labels) (expr), or sum (expr) without labels.
 func sumBy(expr string, labels ...string) string {
 	if len(labels) == 0 {
@@ -475,8 +489,7 @@ func grpcSection(service, description string) section {
 		).Max(1),
 		timeSeries("Handling latency", unitSeconds,
 			"Median and 99th percentile of the time from a call's start to its answer, per method (grpc_server_handling_seconds; for a stream, its whole life). A p99 that climbs means slow calls and callers that time out.",
-			q(quantile(0.5, "grpc_server_handling_seconds", "", service, "grpc_method"), "p50 {{grpc_method}}"),
-			q(quantile(0.99, "grpc_server_handling_seconds", "", service, "grpc_method"), "p99 {{grpc_method}}"),
+			medianAndP99("grpc_server_handling_seconds", service, "grpc_method")...,
 		),
 		timeSeries("Calls started", unitReqPerSec,
 			"gRPC calls started per second, by method (grpc_server_started_total). Compare with the calls finished: a gap that widens is calls that hang.",

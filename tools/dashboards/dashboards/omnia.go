@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
-	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 )
 
@@ -46,10 +45,8 @@ func omniaControllersBoard() board {
 					"PromptPacks that failed validation (omnia_promptpack_valid == 0). AgentRuntimes keep their last valid version; fix the pack.",
 					q(notReady("omnia_promptpack_valid"), "invalid"),
 				).Thresholds(thresholds("green", from(1, "red"))),
-				singleStat("Leaders", unitNone,
-					"Replicas holding the leader-election Lease (sum of leader_election_master_status; a standby has no series). It must be 1: 0 or no value means nothing reconciles.",
-					q(sumBy("leader_election_master_status"), "leaders"),
-				).Thresholds(thresholds("red", from(1, "green"), from(2, "red"))).GraphMode(common.BigValueGraphModeNone),
+				leadersStat("leader_election_master_status",
+					"Replicas holding the leader-election Lease (sum of leader_election_master_status; a standby has no series). It must be 1: 0 or no value means nothing reconciles."),
 			}},
 			{title: "Reconciles", panels: []cog.Builder[dashboard.Panel]{
 				timeSeries("Reconciles by controller and result", unitOpsPerSec,

@@ -187,18 +187,7 @@ func podOf(t *testing.T, ns, jobName string) *corev1.Pod {
 // code, and the real Job controller turns that into Complete or Failed.
 func finishPod(t *testing.T, ns, jobName string, code int32) {
 	t.Helper()
-	pod := podOf(t, ns, jobName)
-	phase := corev1.PodSucceeded
-	if code != 0 {
-		phase = corev1.PodFailed
-	}
-	now := metav1.Now()
-	pod.Status.Phase = phase
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "agent", Image: "runner",
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, StartedAt: now, FinishedAt: now}}}}
-	if _, err := env.Kube.CoreV1().Pods(ns).UpdateStatus(context.Background(), pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	finishPodWith(t, ns, jobName, code, "", "")
 }
 
 func TestMissingStationFailsTheAgent(t *testing.T) {

@@ -21,7 +21,8 @@ import (
 )
 
 // finishPodWith is finishPod with the termination messages the kubelet
-// copies from the init and agent containers' termination message files.
+// copies from the init and agent containers' termination message files;
+// without an init message the pod shows no init container status.
 func finishPodWith(t *testing.T, ns, jobName string, code int32, initMsg, agentMsg string) {
 	t.Helper()
 	pod := podOf(t, ns, jobName)
@@ -31,8 +32,10 @@ func finishPodWith(t *testing.T, ns, jobName string, code int32, initMsg, agentM
 	}
 	now := metav1.Now()
 	pod.Status.Phase = phase
-	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: jobbuild.InitContainerName, Image: "supervisor",
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: initMsg, StartedAt: now, FinishedAt: now}}}}
+	if initMsg != "" {
+		pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: jobbuild.InitContainerName, Image: "supervisor",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: initMsg, StartedAt: now, FinishedAt: now}}}}
+	}
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: agentsv1alpha1.AgentContainerName, Image: "runner",
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: agentMsg, StartedAt: now, FinishedAt: now}}}}
 	if _, err := env.Kube.CoreV1().Pods(ns).UpdateStatus(context.Background(), pod, metav1.UpdateOptions{}); err != nil {

@@ -38,6 +38,27 @@ func batchRunning(name string) *agentsv1alpha1.Agent {
 	return a
 }
 
+// batchDeadline is when batchRunning's batch times out: startedAt plus
+// batchDef's timeoutMinutes.
+var batchDeadline = t0.Add(10*time.Minute - 30*time.Second)
+
+// batchPendingAt is the snapshot of the Running batch run "a" under
+// onTimeout, seen at now with its batch still pending.
+func batchPendingAt(onTimeout agentsv1alpha1.OnTimeoutPolicy, now time.Time) Snapshot {
+	s := batchSnap(batchRunning("a"), onTimeout)
+	s.Now = now
+	s.Batch = &BatchOutcome{State: BatchPending}
+	return s
+}
+
+// slotTaken gives s a one-slot Forbid Station whose slot another Running
+// run holds.
+func slotTaken(s Snapshot) Snapshot {
+	s.Station = station(agentsv1alpha1.ForbidConcurrent, 1)
+	s.StationRuns = []*agentsv1alpha1.Agent{running("other", t0.Add(-time.Hour))}
+	return s
+}
+
 func running(name string, started time.Time) *agentsv1alpha1.Agent {
 	a := agent(name, agentsv1alpha1.PhaseRunning)
 	a.Status.StartedAt = &metav1.Time{Time: started}
@@ -45,12 +66,7 @@ func running(name string, started time.Time) *agentsv1alpha1.Agent {
 }
 
 func TestBatchRuns(t *testing.T) {
-	timedOut := t0.Add(10*time.Minute - 30*time.Second) // exactly timeoutMinutes after startedAt
-	cases := []struct {
-		rule  string
-		snap  func() Snapshot
-		check func(t *testing.T, p Plan)
-	}{
+	cases := []planCase{
 		{"submit: an admitted batch run submits instead of creating a Job", func() Snapshot {
 			a := agent("a", "")
 			a.Spec.Parameters = map[string]string{"topic": "tides"}
@@ -76,33 +92,6 @@ func TestBatchRuns(t *testing.T) {
 					t.Errorf("agent/started is due after the submit patch: notice %v", p.Notice)
 				}
 			}},
-		{"submit: model is the Agent's spec.model first", func() Snapshot {
-			a := agent("a", "")
-			a.Spec.Model = "gpt-5.1"
-			return batchSnap(a, "")
-		}, func(t *testing.T, p Plan) {
-			if p.Submit.Model != "gpt-5.1" || p.Submit.Provider != agentsv1alpha1.BatchProviderOpenAI || p.Submit.APIKeyKey != "OPENAI_API_KEY" {
-				t.Errorf("submit: %+v", p.Submit)
-			}
-		}},
-		{"submit: model is the definition's when the Agent sets none", func() Snapshot {
-			s := batchSnap(agent("a", ""), "")
-			s.Definition.Spec.Model = "gemini-2.5-pro"
-			return s
-		}, func(t *testing.T, p Plan) {
-			if p.Submit.Model != "gemini-2.5-pro" || p.Submit.Provider != agentsv1alpha1.BatchProviderGemini {
-				t.Errorf("submit: %+v", p.Submit)
-			}
-		}},
-		{"submit: model defaults to claude-opus-5-5", func() Snapshot {
-			s := batchSnap(agent("a", ""), "")
-			s.Definition.Spec.Model = ""
-			return s
-		}, func(t *testing.T, p Plan) {
-			if p.Submit.Model != "claude-opus-5-5" || p.Submit.Provider != agentsv1alpha1.BatchProviderAnthropic {
-				t.Errorf("submit: %+v", p.Submit)
-			}
-		}},
 		{"submit: output.schema goes with the request and resources.secrets maps the key", func() Snapshot {
 			s := batchSnap(agent("a", ""), "")
 			s.Definition.Spec.Output = &agentsv1alpha1.OutputSpec{Schema: &apiextensionsv1.JSON{Raw: []byte(`{"type":"object"}`)}}
@@ -142,35 +131,27 @@ func TestBatchRuns(t *testing.T) {
 			s.Definition.Spec.Execution = agentsv1alpha1.ExecutionBatch
 			return s
 		}, func(t *testing.T, p Plan) { wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, ReasonBatchDisabled) }},
-		{"concurrency: a full Station queues a batch run as it would a Job", func() Snapshot {
-			s := batchSnap(agent("a", ""), "")
-			s.Station = station(agentsv1alpha1.ForbidConcurrent, 1)
-			s.StationRuns = []*agentsv1alpha1.Agent{running("old", t0.Add(-time.Hour))}
-			return s
-		}, func(t *testing.T, p Plan) {
-			if p.Submit != nil || !p.Outcome.Queued {
-				t.Errorf("want queued without submit: %+v", p)
-			}
-		}},
+		{"concurrency: a full Station queues a batch run as it would a Job", func() Snapshot { return slotTaken(batchSnap(agent("a", ""), "")) },
+			func(t *testing.T, p Plan) {
+				if p.Submit != nil || !p.Outcome.Queued {
+					t.Errorf("want queued without submit: %+v", p)
+				}
+			}},
 		{"concurrency: under Replace the oldest Running run is deleted and the new Agent submits", func() Snapshot {
-			s := batchSnap(agent("a", ""), "")
-			s.Station = station(agentsv1alpha1.ReplaceConcurrent, 1)
-			s.StationRuns = []*agentsv1alpha1.Agent{running("old", t0.Add(-time.Hour))}
+			s := slotTaken(batchSnap(agent("a", ""), ""))
+			s.Station.Spec.ConcurrencyPolicy = agentsv1alpha1.ReplaceConcurrent
 			return s
 		}, func(t *testing.T, p Plan) {
-			if len(p.Preempt) != 1 || p.Preempt[0].Name != "old" || p.Submit == nil {
-				t.Errorf("want old preempted and a submit: %+v", p)
+			if len(p.Preempt) != 1 || p.Preempt[0].Name != "other" || p.Submit == nil {
+				t.Errorf("want other preempted and a submit: %+v", p)
 			}
 		}},
-		{"poll: a pending batch leaves the Agent Running and looks again within the poll period", func() Snapshot {
-			s := batchSnap(batchRunning("a"), "")
-			s.Batch = &BatchOutcome{State: BatchPending}
-			return s
-		}, func(t *testing.T, p Plan) {
-			if !p.Empty() || p.RequeueAfter != time.Minute {
-				t.Errorf("want no writes and a look after the poll period: %+v", p)
-			}
-		}},
+		{"poll: a pending batch leaves the Agent Running and looks again within the poll period", func() Snapshot { return batchPendingAt("", t0) },
+			func(t *testing.T, p Plan) {
+				if !p.Empty() || p.RequeueAfter != time.Minute {
+					t.Errorf("want no writes and a look after the poll period: %+v", p)
+				}
+			}},
 		{"poll: a pass that did not ask writes nothing either", func() Snapshot { return batchSnap(batchRunning("a"), "") },
 			func(t *testing.T, p Plan) {
 				if !p.Empty() || p.RequeueAfter <= 0 {
@@ -200,33 +181,24 @@ func TestBatchRuns(t *testing.T) {
 				t.Errorf("agent/failed is due: %v", p.Notice)
 			}
 		}},
-		{"timeout: onTimeout fail makes the Agent Failed with batch timed out", func() Snapshot {
-			s := batchSnap(batchRunning("a"), agentsv1alpha1.OnTimeoutFail)
-			s.Now = timedOut
-			s.Batch = &BatchOutcome{State: BatchPending}
-			return s
-		}, func(t *testing.T, p Plan) {
-			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, ReasonBatchTimedOut)
-			if p.Notice != NoticeTimeout || p.CreateJob != nil {
-				t.Errorf("batch_timeout is due and no Job: %+v", p)
-			}
-		}},
+		{"timeout: onTimeout fail makes the Agent Failed with batch timed out", func() Snapshot { return batchPendingAt(agentsv1alpha1.OnTimeoutFail, batchDeadline) },
+			func(t *testing.T, p Plan) {
+				wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, ReasonBatchTimedOut)
+				if p.Notice != NoticeTimeout || p.CreateJob != nil {
+					t.Errorf("batch_timeout is due and no Job: %+v", p)
+				}
+			}},
 		{"timeout: not before timeoutMinutes have passed since startedAt", func() Snapshot {
-			s := batchSnap(batchRunning("a"), agentsv1alpha1.OnTimeoutFail)
-			s.Now = timedOut.Add(-time.Second)
-			s.Batch = &BatchOutcome{State: BatchPending}
-			return s
+			return batchPendingAt(agentsv1alpha1.OnTimeoutFail, batchDeadline.Add(-time.Second))
 		}, func(t *testing.T, p Plan) {
 			if !p.Empty() || p.RequeueAfter != time.Second {
 				t.Errorf("want a look exactly at the deadline: %+v", p)
 			}
 		}},
 		{"timeout: a huge timeoutMinutes is far away, never an overflow into the past", func() Snapshot {
-			s := batchSnap(batchRunning("a"), agentsv1alpha1.OnTimeoutFail)
+			s := batchPendingAt(agentsv1alpha1.OnTimeoutFail, batchDeadline.Add(time.Hour))
 			s.Definition.Spec.Batch.TimeoutMinutes = math.MaxInt32
 			s.Config.BatchTimeoutUnit = time.Minute
-			s.Now = timedOut.Add(time.Hour)
-			s.Batch = &BatchOutcome{State: BatchPending}
 			return s
 		}, func(t *testing.T, p Plan) {
 			if p.Status != nil || p.Notice != NoticeNone || p.RequeueAfter <= 0 {
@@ -234,10 +206,7 @@ func TestBatchRuns(t *testing.T) {
 			}
 		}},
 		{"timeout: onTimeout fallback patches batchFallback, keeps batchId and creates the Job", func() Snapshot {
-			s := batchSnap(batchRunning("a"), agentsv1alpha1.OnTimeoutFallback)
-			s.Now = timedOut
-			s.Batch = &BatchOutcome{State: BatchPending}
-			return s
+			return batchPendingAt(agentsv1alpha1.OnTimeoutFallback, batchDeadline)
 		}, func(t *testing.T, p Plan) {
 			if p.Status == nil || !p.Status.BatchFallback || p.Status.BatchID != "msgbatch_1" || p.Status.Phase != agentsv1alpha1.PhaseRunning {
 				t.Fatalf("status: %+v", p.Status)
@@ -247,12 +216,7 @@ func TestBatchRuns(t *testing.T) {
 			}
 		}},
 		{"timeout: under fallback a full Station leaves the Agent Running without a Job", func() Snapshot {
-			s := batchSnap(batchRunning("a"), agentsv1alpha1.OnTimeoutFallback)
-			s.Now = timedOut
-			s.Batch = &BatchOutcome{State: BatchPending}
-			s.Station = station(agentsv1alpha1.ForbidConcurrent, 1)
-			s.StationRuns = []*agentsv1alpha1.Agent{running("other", t0.Add(-time.Hour))}
-			return s
+			return slotTaken(batchPendingAt(agentsv1alpha1.OnTimeoutFallback, batchDeadline))
 		}, func(t *testing.T, p Plan) {
 			if p.Status == nil || !p.Status.BatchFallback || p.CreateJob != nil || p.Status.JobName != "" || p.Status.Phase != agentsv1alpha1.PhaseRunning {
 				t.Errorf("want fallback recorded and no Job yet: %+v", p)
@@ -272,10 +236,7 @@ func TestBatchRuns(t *testing.T) {
 		{"timeout: a fallback still without a slot keeps waiting", func() Snapshot {
 			a := batchRunning("a")
 			a.Status.BatchFallback = true
-			s := batchSnap(a, agentsv1alpha1.OnTimeoutFallback)
-			s.Station = station(agentsv1alpha1.ForbidConcurrent, 1)
-			s.StationRuns = []*agentsv1alpha1.Agent{running("other", t0.Add(-time.Hour))}
-			return s
+			return slotTaken(batchSnap(a, agentsv1alpha1.OnTimeoutFallback))
 		}, func(t *testing.T, p Plan) {
 			if !p.Empty() {
 				t.Errorf("want nothing: %+v", p)
@@ -283,7 +244,7 @@ func TestBatchRuns(t *testing.T) {
 		}},
 		{"timeout: a poll that reports the result in the same pass wins and no fallback starts", func() Snapshot {
 			s := batchSnap(batchRunning("a"), agentsv1alpha1.OnTimeoutFallback)
-			s.Now = timedOut.Add(time.Minute)
+			s.Now = batchDeadline.Add(time.Minute)
 			s.Batch = &BatchOutcome{State: BatchSucceeded, Lines: []string{"x"}}
 			return s
 		}, func(t *testing.T, p Plan) {
@@ -307,8 +268,34 @@ func TestBatchRuns(t *testing.T) {
 			}
 		}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.rule, func(t *testing.T) { tc.check(t, Decide(tc.snap())) })
+	runPlanCases(t, cases)
+}
+
+// TestBatchSubmitModel checks which model a batch submit names, and so
+// which vendor and API key variable it goes to: the Agent's spec.model, then
+// the definition's, then the default.
+func TestBatchSubmitModel(t *testing.T) {
+	cases := []struct {
+		rule, agentModel, defModel string
+		model                      string
+		provider                   agentsv1alpha1.BatchProvider
+		apiKey                     string
+	}{
+		{"the Agent's spec.model first", "gpt-5.1", "claude-opus-5-5", "gpt-5.1", agentsv1alpha1.BatchProviderOpenAI, "OPENAI_API_KEY"},
+		{"the definition's when the Agent sets none", "", "gemini-2.5-pro", "gemini-2.5-pro", agentsv1alpha1.BatchProviderGemini, "GEMINI_API_KEY"},
+		{"claude-opus-5-5 when neither sets one", "", "", "claude-opus-5-5", agentsv1alpha1.BatchProviderAnthropic, "ANTHROPIC_API_KEY"},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			a := agent("a", "")
+			a.Spec.Model = c.agentModel
+			s := batchSnap(a, "")
+			s.Definition.Spec.Model = c.defModel
+			p := Decide(s)
+			if p.Submit == nil || p.Submit.Model != c.model || p.Submit.Provider != c.provider || p.Submit.APIKeyKey != c.apiKey {
+				t.Errorf("submit %+v, want model %s to %s with key %s", p.Submit, c.model, c.provider, c.apiKey)
+			}
+		})
 	}
 }
 

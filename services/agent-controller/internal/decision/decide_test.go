@@ -56,12 +56,33 @@ func snap(a *agentsv1alpha1.Agent) Snapshot {
 	return Snapshot{Now: t0, Agent: a, Station: station("", 0), Definition: definition(), Config: Config{MaxOutputBytes: DefaultMaxOutputBytes}}
 }
 
+// jobRun is the snapshot of Agent "a" in phase whose Job carries conds and
+// whose pod reads pod.
+func jobRun(phase agentsv1alpha1.AgentPhase, pod PodOutcome, conds ...batchv1.JobCondition) Snapshot {
+	s := snap(agent("a", phase))
+	s.Job = job(conds...)
+	s.Pod = pod
+	return s
+}
+
+// planCase is one rule of Decide: a snapshot and what its plan must hold.
+type planCase struct {
+	rule  string
+	snap  func() Snapshot
+	check func(t *testing.T, p Plan)
+}
+
+// runPlanCases checks each case's rule against the plan Decide makes of its
+// snapshot.
+func runPlanCases(t *testing.T, cases []planCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) { c.check(t, Decide(c.snap())) })
+	}
+}
+
 func TestDecide(t *testing.T) {
-	cases := []struct {
-		rule  string
-		snap  func() Snapshot
-		check func(t *testing.T, p Plan)
-	}{
+	cases := []planCase{
 		{"Pending: a missing Station fails the Agent with a reason", func() Snapshot {
 			s := snap(agent("a", ""))
 			s.Station = nil
@@ -89,9 +110,7 @@ func TestDecide(t *testing.T) {
 			}
 		}},
 	}
-	for _, c := range cases {
-		t.Run(c.rule, func(t *testing.T) { c.check(t, Decide(c.snap())) })
-	}
+	runPlanCases(t, cases)
 }
 
 func wantTerminal(t *testing.T, p Plan, phase agentsv1alpha1.AgentPhase, exit int32, reason string) {

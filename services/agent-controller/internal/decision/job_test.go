@@ -17,11 +17,7 @@ import (
 )
 
 func TestJobRuns(t *testing.T) {
-	cases := []struct {
-		rule  string
-		snap  func() Snapshot
-		check func(t *testing.T, p Plan)
-	}{
+	cases := []planCase{
 		{"Pending: the Job is built and status goes Running with jobName and startedAt", func() Snapshot { return snap(agent("a", "")) },
 			func(t *testing.T, p Plan) {
 				if p.CreateJob == nil || p.CreateJob.Name != "agent-job-a" {
@@ -51,85 +47,6 @@ func TestJobRuns(t *testing.T) {
 				t.Errorf("want no writes, got %+v", p)
 			}
 		}},
-		{"Running: success patches Succeeded with exitCode 0 and the output tail", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(complete)
-			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](0), Log: "line1\nline2\n"}
-			return s
-		}, func(t *testing.T, p Plan) {
-			wantTerminal(t, p, agentsv1alpha1.PhaseSucceeded, 0, "")
-			if p.Status.Output != "line1\nline2\n" || p.Outcome.Duration != 30*time.Second {
-				t.Errorf("output %q duration %s", p.Status.Output, p.Outcome.Duration)
-			}
-		}},
-		{"Running: failure patches Failed with the pod's non-zero exitCode, the Job reason and the output", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(failed)
-			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](124), Log: "timed out"}
-			return s
-		}, func(t *testing.T, p Plan) {
-			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 124, "DeadlineExceeded: Job was active longer than specified deadline")
-			if p.Status.Output != "timed out" || p.Outcome.Failure != FailureJobFailed {
-				t.Errorf("%+v", p)
-			}
-		}},
-		{"a run stopped by the supervisor at its deadline says so", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(backoff)
-			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](124), Log: "..."}
-			return s
-		}, func(t *testing.T, p Plan) { wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 124, ReasonDeadline) }},
-		{"exitCode agrees with the phase: a Failed run whose pod reads 0 reports 1", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(backoff)
-			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](0)}
-			return s
-		}, func(t *testing.T, p Plan) {
-			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, "the run failed with exit code 1")
-		}},
-		{"exitCode agrees with the phase: a Succeeded run reports 0 whatever the pod says", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(complete)
-			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](3)}
-			return s
-		}, func(t *testing.T, p Plan) { wantTerminal(t, p, agentsv1alpha1.PhaseSucceeded, 0, "") }},
-		{"pod garbage-collected: a succeeded run records the output-unavailable reason", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(complete)
-			return s
-		}, func(t *testing.T, p Plan) {
-			wantTerminal(t, p, agentsv1alpha1.PhaseSucceeded, 0, ReasonPodGarbageCollected)
-			if p.Outcome.Failure != FailureOutputUnavailable {
-				t.Errorf("kind %s", p.Outcome.Failure)
-			}
-		}},
-		{"pod garbage-collected: a failed run keeps the Job-level failure reason", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(failed)
-			return s
-		}, func(t *testing.T, p Plan) {
-			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, "DeadlineExceeded")
-		}},
-		{"pod garbage-collected: a failed run without a Job reason records output unavailable", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(backoff)
-			return s
-		}, func(t *testing.T, p Plan) {
-			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, ReasonPodGarbageCollected)
-		}},
-		{"a log that cannot be read still ends the run, with the reason", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(complete)
-			s.Pod = PodOutcome{Found: true, LogErr: errors.New("kubelet unreachable")}
-			return s
-		}, func(t *testing.T, p Plan) {
-			wantTerminal(t, p, agentsv1alpha1.PhaseSucceeded, 0, "run output unavailable: kubelet unreachable")
-		}},
-		{"Job garbage-collected first: Failed with the run-record reason", func() Snapshot {
-			return snap(agent("a", agentsv1alpha1.PhaseRunning))
-		}, func(t *testing.T, p Plan) {
-			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, ReasonJobGarbageCollected)
-		}},
 		{"a lost jobName is re-derived from the Agent name", func() Snapshot {
 			a := agent("a", agentsv1alpha1.PhaseRunning)
 			a.Status.JobName = ""
@@ -140,15 +57,6 @@ func TestJobRuns(t *testing.T) {
 		}, func(t *testing.T, p Plan) {
 			if p.Status.JobName != "agent-job-a" {
 				t.Errorf("jobName %q", p.Status.JobName)
-			}
-		}},
-		{"a terminal transition asks for history pruning", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(complete)
-			return s
-		}, func(t *testing.T, p Plan) {
-			if !p.Prune {
-				t.Error("no prune")
 			}
 		}},
 		{"the output is capped at MAX_OUTPUT_BYTES", func() Snapshot {
@@ -162,86 +70,6 @@ func TestJobRuns(t *testing.T) {
 				t.Errorf("output %d bytes, valid %v: %q", len(p.Status.Output), utf8.ValidString(p.Status.Output), p.Status.Output)
 			}
 		}},
-		{"init failed: the init step's failed line names the step, its exit code and message", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(backoffLimit)
-			s.Pod = PodOutcome{Found: true, InitFailed: &InitFailure{Container: "init", ExitCode: 14, Reason: "Error",
-				Step: "clone", Message: "clone app: git clone exited 128: fatal: repository 'https://github.com/o/app.git/' not found"}}
-			return s
-		}, func(t *testing.T, p Plan) {
-			want := "init step clone failed (exit 14): clone app: git clone exited 128: fatal: repository 'https://github.com/o/app.git/' not found"
-			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 14, want)
-			wantInitFailed(t, p, want)
-			if p.Status.Output != "" || p.Outcome.Failure != FailureJobFailed || p.Outcome.ExitCode != 14 {
-				t.Errorf("%+v", p)
-			}
-		}},
-		{"init failed: credentials in the step's message are redacted", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(backoffLimit)
-			s.Pod = PodOutcome{Found: true, InitFailed: &InitFailure{Container: "init", ExitCode: 14,
-				Step: "clone", Message: "fatal: unable to access 'https://x-access-token:ghp_s3cret@github.com/o/app.git/'"}}
-			return s
-		}, func(t *testing.T, p Plan) {
-			want := "init step clone failed (exit 14): fatal: unable to access 'https://<redacted>@github.com/o/app.git/'"
-			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 14, want)
-			wantInitFailed(t, p, want)
-		}},
-		{"init failed with an unreadable log: the init container and its exit code are named", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(backoffLimit)
-			s.Pod = PodOutcome{Found: true, InitFailed: &InitFailure{Container: "init", ExitCode: 14, Reason: "Error",
-				LogErr: errors.New("the server rejected our request")}}
-			return s
-		}, func(t *testing.T, p Plan) {
-			want := `init container "init" failed (exit 14); its log could not be read: the server rejected our request`
-			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 14, want)
-			wantInitFailed(t, p, want)
-		}},
-		{"init failed without a failed line: the init container, its exit code and the kubelet's reason are named", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(backoffLimit)
-			s.Pod = PodOutcome{Found: true, InitFailed: &InitFailure{Container: "init", ExitCode: 137, Reason: "OOMKilled"}}
-			return s
-		}, func(t *testing.T, p Plan) {
-			want := `init container "init" failed (exit 137, OOMKilled)`
-			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 137, want)
-			wantInitFailed(t, p, want)
-		}},
-		{"init failed past the Job's deadline: DeadlineExceeded stays the reason, the condition names the step", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(failed)
-			s.Pod = PodOutcome{Found: true, InitFailed: &InitFailure{Container: "init", ExitCode: 14, Step: "clone", Message: "signal: terminated"}}
-			return s
-		}, func(t *testing.T, p Plan) {
-			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, "DeadlineExceeded: Job was active longer than specified deadline")
-			wantInitFailed(t, p, "init step clone failed (exit 14): signal: terminated")
-		}},
-		{"main container failed: the Job's BackoffLimitExceeded and the pod's exit code, as before", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(backoffLimit)
-			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](3), Log: "boom\n"}
-			return s
-		}, func(t *testing.T, p Plan) {
-			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 3, "BackoffLimitExceeded: Job has reached the specified backoff limit")
-			if c := meta.FindStatusCondition(p.Status.Conditions, agentsv1alpha1.ConditionInitialized); c != nil {
-				t.Errorf("an init that did not fail set %+v", c)
-			}
-			if p.Status.Output != "boom\n" || p.Events[0].Note != p.Status.FailureReason {
-				t.Errorf("%+v", p)
-			}
-		}},
-		{"init succeeded: the run ends as before, without an Initialized condition", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(complete)
-			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](0), Log: "done\n"}
-			return s
-		}, func(t *testing.T, p Plan) {
-			wantTerminal(t, p, agentsv1alpha1.PhaseSucceeded, 0, "")
-			if c := meta.FindStatusCondition(p.Status.Conditions, agentsv1alpha1.ConditionInitialized); c != nil {
-				t.Errorf("an init that succeeded set %+v", c)
-			}
-		}},
 		{"resumeSession requires realtime execution", func() Snapshot {
 			a := agent("a", "")
 			a.Spec.ResumeSession = "sess-1"
@@ -250,8 +78,113 @@ func TestJobRuns(t *testing.T) {
 			wantTerminal(t, p, agentsv1alpha1.PhaseFailed, 1, ReasonResumeNeedsRealtime)
 		}},
 	}
+	runPlanCases(t, cases)
+}
+
+// TestJobRunEnds checks how a Running job run ends: the phase, exit code and
+// failure reason read from the Job's condition and the pod's outcome, the
+// Initialized condition only when the init container failed, and history
+// pruning on every end (wantTerminal).
+func TestJobRunEnds(t *testing.T) {
+	const deadline = "DeadlineExceeded: Job was active longer than specified deadline"
+	cloneNotFound := "clone app: git clone exited 128: fatal: repository 'https://github.com/o/app.git/' not found"
+	cases := []struct {
+		rule   string
+		job    *batchv1.Job // nil: the Job is gone
+		pod    PodOutcome
+		phase  agentsv1alpha1.AgentPhase
+		exit   int32
+		reason string
+		init   string                     // the Initialized=False message; "" when init did not fail
+		more   func(t *testing.T, p Plan) // further checks, or nil
+	}{
+		{rule: "success patches Succeeded with exitCode 0 and the output tail", job: job(complete),
+			pod: PodOutcome{Found: true, ExitCode: ptr.To[int32](0), Log: "line1\nline2\n"}, phase: agentsv1alpha1.PhaseSucceeded,
+			more: func(t *testing.T, p Plan) {
+				if p.Status.Output != "line1\nline2\n" || p.Outcome.Duration != 30*time.Second {
+					t.Errorf("output %q duration %s", p.Status.Output, p.Outcome.Duration)
+				}
+			}},
+		{rule: "failure patches Failed with the pod's non-zero exitCode, the Job reason and the output", job: job(failed),
+			pod: PodOutcome{Found: true, ExitCode: ptr.To[int32](124), Log: "timed out"}, phase: agentsv1alpha1.PhaseFailed, exit: 124, reason: deadline,
+			more: func(t *testing.T, p Plan) {
+				if p.Status.Output != "timed out" || p.Outcome.Failure != FailureJobFailed {
+					t.Errorf("%+v", p)
+				}
+			}},
+		{rule: "a run stopped by the supervisor at its deadline says so", job: job(backoff),
+			pod: PodOutcome{Found: true, ExitCode: ptr.To[int32](124), Log: "..."}, phase: agentsv1alpha1.PhaseFailed, exit: 124, reason: ReasonDeadline},
+		{rule: "exitCode agrees with the phase: a Failed run whose pod reads 0 reports 1", job: job(backoff),
+			pod: PodOutcome{Found: true, ExitCode: ptr.To[int32](0)}, phase: agentsv1alpha1.PhaseFailed, exit: 1, reason: "the run failed with exit code 1"},
+		{rule: "exitCode agrees with the phase: a Succeeded run reports 0 whatever the pod says", job: job(complete),
+			pod: PodOutcome{Found: true, ExitCode: ptr.To[int32](3)}, phase: agentsv1alpha1.PhaseSucceeded},
+		{rule: "pod garbage-collected: a succeeded run records the output-unavailable reason", job: job(complete),
+			phase: agentsv1alpha1.PhaseSucceeded, reason: ReasonPodGarbageCollected,
+			more: func(t *testing.T, p Plan) {
+				if p.Outcome.Failure != FailureOutputUnavailable {
+					t.Errorf("kind %s", p.Outcome.Failure)
+				}
+			}},
+		{rule: "pod garbage-collected: a failed run keeps the Job-level failure reason", job: job(failed),
+			phase: agentsv1alpha1.PhaseFailed, exit: 1, reason: "DeadlineExceeded"},
+		{rule: "pod garbage-collected: a failed run without a Job reason records output unavailable", job: job(backoff),
+			phase: agentsv1alpha1.PhaseFailed, exit: 1, reason: ReasonPodGarbageCollected},
+		{rule: "a log that cannot be read still ends the run, with the reason", job: job(complete),
+			pod: PodOutcome{Found: true, LogErr: errors.New("kubelet unreachable")}, phase: agentsv1alpha1.PhaseSucceeded, reason: "run output unavailable: kubelet unreachable"},
+		{rule: "Job garbage-collected first: Failed with the run-record reason",
+			phase: agentsv1alpha1.PhaseFailed, exit: 1, reason: ReasonJobGarbageCollected},
+		{rule: "init failed: the init step's failed line names the step, its exit code and message", job: job(backoffLimit),
+			pod:   PodOutcome{Found: true, InitFailed: &InitFailure{Container: "init", ExitCode: 14, Reason: "Error", Step: "clone", Message: cloneNotFound}},
+			phase: agentsv1alpha1.PhaseFailed, exit: 14, reason: "init step clone failed (exit 14): " + cloneNotFound, init: "init step clone failed (exit 14): " + cloneNotFound,
+			more: func(t *testing.T, p Plan) {
+				if p.Status.Output != "" || p.Outcome.Failure != FailureJobFailed || p.Outcome.ExitCode != 14 {
+					t.Errorf("%+v", p)
+				}
+			}},
+		{rule: "init failed: credentials in the step's message are redacted", job: job(backoffLimit),
+			pod: PodOutcome{Found: true, InitFailed: &InitFailure{Container: "init", ExitCode: 14,
+				Step: "clone", Message: "fatal: unable to access 'https://x-access-token:ghp_s3cret@github.com/o/app.git/'"}},
+			phase: agentsv1alpha1.PhaseFailed, exit: 14,
+			reason: "init step clone failed (exit 14): fatal: unable to access 'https://<redacted>@github.com/o/app.git/'",
+			init:   "init step clone failed (exit 14): fatal: unable to access 'https://<redacted>@github.com/o/app.git/'"},
+		{rule: "init failed with an unreadable log: the init container and its exit code are named", job: job(backoffLimit),
+			pod: PodOutcome{Found: true, InitFailed: &InitFailure{Container: "init", ExitCode: 14, Reason: "Error",
+				LogErr: errors.New("the server rejected our request")}},
+			phase: agentsv1alpha1.PhaseFailed, exit: 14,
+			reason: `init container "init" failed (exit 14); its log could not be read: the server rejected our request`,
+			init:   `init container "init" failed (exit 14); its log could not be read: the server rejected our request`},
+		{rule: "init failed without a failed line: the init container, its exit code and the kubelet's reason are named", job: job(backoffLimit),
+			pod:   PodOutcome{Found: true, InitFailed: &InitFailure{Container: "init", ExitCode: 137, Reason: "OOMKilled"}},
+			phase: agentsv1alpha1.PhaseFailed, exit: 137, reason: `init container "init" failed (exit 137, OOMKilled)`, init: `init container "init" failed (exit 137, OOMKilled)`},
+		{rule: "init failed past the Job's deadline: DeadlineExceeded stays the reason, the condition names the step", job: job(failed),
+			pod:   PodOutcome{Found: true, InitFailed: &InitFailure{Container: "init", ExitCode: 14, Step: "clone", Message: "signal: terminated"}},
+			phase: agentsv1alpha1.PhaseFailed, exit: 1, reason: deadline, init: "init step clone failed (exit 14): signal: terminated"},
+		{rule: "main container failed: the Job's BackoffLimitExceeded and the pod's exit code, as before", job: job(backoffLimit),
+			pod:   PodOutcome{Found: true, ExitCode: ptr.To[int32](3), Log: "boom\n"},
+			phase: agentsv1alpha1.PhaseFailed, exit: 3, reason: "BackoffLimitExceeded: Job has reached the specified backoff limit",
+			more: func(t *testing.T, p Plan) {
+				if p.Status.Output != "boom\n" || p.Events[0].Note != p.Status.FailureReason {
+					t.Errorf("%+v", p)
+				}
+			}},
+		{rule: "init succeeded: the run ends as before, without an Initialized condition", job: job(complete),
+			pod: PodOutcome{Found: true, ExitCode: ptr.To[int32](0), Log: "done\n"}, phase: agentsv1alpha1.PhaseSucceeded},
+	}
 	for _, c := range cases {
-		t.Run(c.rule, func(t *testing.T) { c.check(t, Decide(c.snap())) })
+		t.Run(c.rule, func(t *testing.T) {
+			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
+			s.Job, s.Pod = c.job, c.pod
+			p := Decide(s)
+			wantTerminal(t, p, c.phase, c.exit, c.reason)
+			if c.init != "" {
+				wantInitFailed(t, p, c.init)
+			} else if cond := meta.FindStatusCondition(p.Status.Conditions, agentsv1alpha1.ConditionInitialized); cond != nil {
+				t.Errorf("an init that did not fail set %+v", cond)
+			}
+			if c.more != nil {
+				c.more(t, p)
+			}
+		})
 	}
 }
 

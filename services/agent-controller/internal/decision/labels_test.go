@@ -2,7 +2,6 @@ package decision
 
 import (
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -18,7 +17,6 @@ import (
 // succeeded, counts each run's start and end once.
 func TestMetricOutcomes(t *testing.T) {
 	summary := &runspec.Summary{Events: map[string]uint64{"message": 3, "lifecycle": 4}, SinkFailed: 1}
-	timedOut := t0.Add(10*time.Minute - 30*time.Second) // batchRunning's startedAt + timeoutMinutes
 	cases := []struct {
 		rule        string
 		snap        func() Snapshot
@@ -41,28 +39,16 @@ func TestMetricOutcomes(t *testing.T) {
 			return s
 		}, "", "", nil},
 		{"a batch run's fallback Job starts no second run", func() Snapshot {
-			s := batchSnap(batchRunning("a"), agentsv1alpha1.OnTimeoutFallback)
-			s.Now = timedOut
-			s.Batch = &BatchOutcome{State: BatchPending}
-			return s
+			return batchPendingAt(agentsv1alpha1.OnTimeoutFallback, batchDeadline)
 		}, "", "", nil},
 		{"a finished Job run ends with its pod's summary", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(complete)
-			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](0), Log: "ok", Summary: summary}
-			return s
+			return jobRun(agentsv1alpha1.PhaseRunning, PodOutcome{Found: true, ExitCode: ptr.To[int32](0), Log: "ok", Summary: summary}, complete)
 		}, "", agentsv1alpha1.PhaseSucceeded, summary},
 		{"a failed Job run ends with its pod's summary", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(failed)
-			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](3), Summary: summary}
-			return s
+			return jobRun(agentsv1alpha1.PhaseRunning, PodOutcome{Found: true, ExitCode: ptr.To[int32](3), Summary: summary}, failed)
 		}, "", agentsv1alpha1.PhaseFailed, summary},
 		{"a run whose pod left no summary ends without one", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(complete)
-			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](0)}
-			return s
+			return jobRun(agentsv1alpha1.PhaseRunning, PodOutcome{Found: true, ExitCode: ptr.To[int32](0)}, complete)
 		}, "", agentsv1alpha1.PhaseSucceeded, nil},
 		{"a run still going counts nothing, whatever its pod says", func() Snapshot {
 			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
@@ -82,10 +68,7 @@ func TestMetricOutcomes(t *testing.T) {
 			return s
 		}, "", agentsv1alpha1.PhaseFailed, nil},
 		{"a pass over a terminal Agent counts nothing again", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseSucceeded))
-			s.Job = job(complete)
-			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](0), Summary: summary}
-			return s
+			return jobRun(agentsv1alpha1.PhaseSucceeded, PodOutcome{Found: true, ExitCode: ptr.To[int32](0), Summary: summary}, complete)
 		}, "", "", nil},
 	}
 	for _, c := range cases {
@@ -106,46 +89,38 @@ func TestMetricOutcomes(t *testing.T) {
 
 // TestRunOf names a run as the metrics label it.
 func TestRunOf(t *testing.T) {
-	frozen := func(model string) Snapshot {
-		s := snap(agent("a", ""))
-		s.Definition.Spec.Model = model
-		created := Decide(s).CreateJob
-		s = snap(agent("a", agentsv1alpha1.PhaseRunning))
-		s.Definition = nil // a Running Job run is not given its refs
-		s.Job = created
-		return s
+	// frozen runs a pending Agent under a definition naming model, then
+	// gives the Running run only the Job that pass created.
+	frozen := func(model string) func(*Snapshot) {
+		return func(s *Snapshot) {
+			pending := snap(agent("a", ""))
+			pending.Definition.Spec.Model = model
+			s.Job = Decide(pending).CreateJob
+			s.Definition = nil // a Running Job run is not given its refs
+		}
 	}
 	cases := []struct {
-		rule string
-		snap func() Snapshot
-		want Run
+		rule  string
+		phase agentsv1alpha1.AgentPhase
+		edit  func(*Snapshot)
+		want  Run
 	}{
-		{"a run starting takes the vendor of its definition's model", func() Snapshot {
-			s := snap(agent("a", ""))
-			s.Definition.Spec.Model = "gpt-5-codex"
-			return s
-		}, Run{Namespace: "ns", Station: "st", Vendor: "codex"}},
-		{"the Agent's own model beats its definition's", func() Snapshot {
-			s := snap(agent("a", ""))
-			s.Agent.Spec.Model = "gemini-2.5-pro"
-			return s
-		}, Run{Namespace: "ns", Station: "st", Vendor: "gemini"}},
-		{"a running Job run takes the vendor of the model frozen into its Job", func() Snapshot { return frozen("gemini-2.5-pro") },
-			Run{Namespace: "ns", Station: "st", Vendor: "gemini"}},
-		{"without a Job or a definition the default model's vendor", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Definition = nil
-			return s
-		}, Run{Namespace: "ns", Station: "st", Vendor: "claude"}},
-		{"an Agent naming no Station has an empty Station", func() Snapshot {
-			s := snap(agent("a", ""))
-			s.Agent.Spec.StationRef = ""
-			return s
-		}, Run{Namespace: "ns", Station: "", Vendor: "claude"}},
+		{"a run starting takes the vendor of its definition's model", "",
+			func(s *Snapshot) { s.Definition.Spec.Model = "gpt-5-codex" }, Run{Namespace: "ns", Station: "st", Vendor: "codex"}},
+		{"the Agent's own model beats its definition's", "",
+			func(s *Snapshot) { s.Agent.Spec.Model = "gemini-2.5-pro" }, Run{Namespace: "ns", Station: "st", Vendor: "gemini"}},
+		{"a running Job run takes the vendor of the model frozen into its Job", agentsv1alpha1.PhaseRunning,
+			frozen("gemini-2.5-pro"), Run{Namespace: "ns", Station: "st", Vendor: "gemini"}},
+		{"without a Job or a definition the default model's vendor", agentsv1alpha1.PhaseRunning,
+			func(s *Snapshot) { s.Definition = nil }, Run{Namespace: "ns", Station: "st", Vendor: "claude"}},
+		{"an Agent naming no Station has an empty Station", "",
+			func(s *Snapshot) { s.Agent.Spec.StationRef = "" }, Run{Namespace: "ns", Station: "", Vendor: "claude"}},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
-			if got := RunOf(c.snap()); got != c.want {
+			s := snap(agent("a", c.phase))
+			c.edit(&s)
+			if got := RunOf(s); got != c.want {
 				t.Fatalf("got %+v, want %+v", got, c.want)
 			}
 		})

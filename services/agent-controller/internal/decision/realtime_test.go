@@ -19,11 +19,7 @@ func TestRealtimeRuns(t *testing.T) {
 	claudeLog := `{"type":"system","subtype":"init","session_id":"sess-1","model":"claude-opus-5-5"}
 {"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"sess-2"}
 `
-	cases := []struct {
-		rule  string
-		snap  func() Snapshot
-		check func(t *testing.T, p Plan)
-	}{
+	cases := []planCase{
 		{"admission: a realtime run gets its token Secret before its Job", func() Snapshot { return realtimeSnap(agent("a", "")) },
 			func(t *testing.T, p Plan) {
 				if p.CreateJob == nil || !p.RunToken {
@@ -55,10 +51,7 @@ func TestRealtimeRuns(t *testing.T) {
 			}
 		}},
 		{"end: a job run's log does not set sessionId", func() Snapshot {
-			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job(complete)
-			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](0), Log: claudeLog}
-			return s
+			return jobRun(agentsv1alpha1.PhaseRunning, PodOutcome{Found: true, ExitCode: ptr.To[int32](0), Log: claudeLog}, complete)
 		}, func(t *testing.T, p Plan) {
 			if p.Status == nil || p.Status.SessionID != "" {
 				t.Errorf("status: %+v", p.Status)
@@ -101,9 +94,7 @@ func TestRealtimeRuns(t *testing.T) {
 			}
 		}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.rule, func(t *testing.T) { tc.check(t, Decide(tc.snap())) })
-	}
+	runPlanCases(t, cases)
 }
 
 // realtime is a snapshot of a on a realtime definition whose conversation

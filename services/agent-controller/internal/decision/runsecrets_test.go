@@ -18,11 +18,7 @@ func withIssuer(s Snapshot) Snapshot {
 
 func TestRunSecretRules(t *testing.T) {
 	timedOut := t0.Add(10 * time.Minute)
-	cases := []struct {
-		rule  string
-		snap  func() Snapshot
-		check func(t *testing.T, p Plan)
-	}{
+	cases := []planCase{
 		{"a job run's credential Secret is asked for before its Job", func() Snapshot { return withIssuer(snap(agent("a", ""))) },
 			func(t *testing.T, p Plan) {
 				if p.CreateJob == nil || !p.RunCredentials || p.RunToken {
@@ -95,9 +91,7 @@ func TestRunSecretRules(t *testing.T) {
 			}
 		}},
 	}
-	for _, c := range cases {
-		t.Run(c.rule, func(t *testing.T) { c.check(t, Decide(c.snap())) })
-	}
+	runPlanCases(t, cases)
 }
 
 func TestSecretNameTaken(t *testing.T) {

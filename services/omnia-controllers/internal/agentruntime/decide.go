@@ -135,20 +135,7 @@ func (d *decider) pass() {
 	if err == nil {
 		err = d.disruptionBudget()
 	}
-	if transientAPIError(err) {
-		// Not a problem with the spec: the phase stands and
-		// controller-runtime retries with backoff.
-		if roErr == nil {
-			d.end(nil, 0, err, nil)
-		} else {
-			d.end(st, 0, errors.Join(roErr, err), nil)
-		}
-		return
-	}
-	if err != nil {
-		d.set(omniav1.ConditionDeploymentReady, metav1.ConditionFalse, omniav1.ReasonDeploymentFailed, err.Error())
-		st.Phase = omniav1.AgentRuntimePhaseFailed
-		d.end(st, 0, errors.Join(roErr, err), nil)
+	if d.failedApply(err, roErr, omniav1.ConditionDeploymentReady, omniav1.ReasonDeploymentFailed) {
 		return
 	}
 	d.set(omniav1.ConditionDeploymentReady, metav1.ConditionTrue, omniav1.ReasonDeploymentCreated, "Deployment "+dep.Name)
@@ -162,17 +149,7 @@ func (d *decider) pass() {
 	if d.asked() {
 		return
 	}
-	if transientAPIError(err) {
-		if roErr == nil {
-			d.end(nil, 0, err, nil)
-		} else {
-			d.end(st, 0, errors.Join(roErr, err), nil)
-		}
-		return
-	} else if err != nil {
-		d.set(omniav1.ConditionServiceReady, metav1.ConditionFalse, omniav1.ReasonServiceFailed, err.Error())
-		st.Phase = omniav1.AgentRuntimePhaseFailed
-		d.end(st, 0, errors.Join(roErr, err), nil)
+	if d.failedApply(err, roErr, omniav1.ConditionServiceReady, omniav1.ReasonServiceFailed) {
 		return
 	}
 	d.set(omniav1.ConditionServiceReady, metav1.ConditionTrue, omniav1.ReasonServiceCreated, svcMsg)
@@ -215,4 +192,26 @@ func (d *decider) pass() {
 	// analysis, the OIDC key refresh, the idle deadline, the recheck for
 	// KEDA's CRD.
 	d.end(st, soonest(idle.RequeueAfter, ro.RequeueAfter, jwksAfter, asAfter), nil, nil)
+}
+
+// failedApply ends the pass when err, from applying what condition typ
+// reports on, is not nil, and says whether it did. A transient API error
+// is not a problem with the spec: the phase stands and controller-runtime
+// retries with backoff (the status is written only to record roErr, a
+// rollout failure of the same pass). Any other error sets typ False with
+// reason and the phase Failed.
+func (d *decider) failedApply(err, roErr error, typ, reason string) bool {
+	switch {
+	case err == nil:
+		return false
+	case transientAPIError(err) && roErr == nil:
+		d.end(nil, 0, err, nil)
+	case transientAPIError(err):
+		d.end(d.st, 0, errors.Join(roErr, err), nil)
+	default:
+		d.set(typ, metav1.ConditionFalse, reason, err.Error())
+		d.st.Phase = omniav1.AgentRuntimePhaseFailed
+		d.end(d.st, 0, errors.Join(roErr, err), nil)
+	}
+	return true
 }

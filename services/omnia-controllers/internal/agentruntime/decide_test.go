@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/rollout"
@@ -73,65 +74,51 @@ func written(s snapshot, p plan) snapshot {
 		gone := w.op == opDelete
 		switch o := w.obj.DeepCopyObject().(type) {
 		case *appsv1.Deployment:
-			if gone {
-				o = nil
-			}
 			if strings.HasSuffix(w.obj.GetName(), CandidateSuffix) {
-				next.live.candidate.obj = o
+				land(&next.live.candidate, o, gone)
 			} else {
-				next.live.stable.obj = o
+				land(&next.live.stable, o, gone)
 			}
 		case *corev1.Service:
-			next.live.service.obj = o
+			land(&next.live.service, o, gone)
 		case *autoscalingv2.HorizontalPodAutoscaler:
-			if gone {
-				o = nil
-			}
-			next.live.hpa.obj = o
+			land(&next.live.hpa, o, gone)
 		case *corev1.Secret:
-			if gone {
-				o = nil
-			}
-			next.live.jwks.obj = o
+			land(&next.live.jwks, o, gone)
 		case *corev1.ConfigMap:
-			if gone {
-				o = nil
-			}
 			if w.obj.GetName() == CandidateToolsConfigMapName(s.in.Agent.Name) {
-				next.live.candidateTools.obj = o
+				land(&next.live.candidateTools, o, gone)
 			} else {
-				next.live.tools.obj = o
+				land(&next.live.tools, o, gone)
 			}
 		case *unstructured.Unstructured:
-			if gone {
-				o = nil
-			}
-			next.live.scaledObject.obj = o
+			land(&next.live.scaledObject, o, gone)
 		case *corev1.ServiceAccount:
-			next.live.facadeSA.obj = o
+			land(&next.live.facadeSA, o, gone)
 		case *rbacv1.Role:
-			next.live.facadeRole.obj = o
+			land(&next.live.facadeRole, o, gone)
 		case *rbacv1.RoleBinding:
-			if gone {
-				o = nil
-			}
-			next.live.facadeBinding.obj = o
+			land(&next.live.facadeBinding, o, gone)
 		case *policyv1.PodDisruptionBudget:
-			if gone {
-				o = nil
-			}
-			next.live.pdb.obj = o
+			land(&next.live.pdb, o, gone)
 		case *discoveryv1.EndpointSlice:
 			if o.Name != ActivatorSliceName(a.Name) {
 				continue // a stale slice of the cluster's controller
 			}
-			if gone {
-				o = nil
-			}
-			next.live.activatorSlice.obj = o
+			land(&next.live.activatorSlice, o, gone)
 		}
 	}
 	return next
+}
+
+// land sets slot to what a write of o leaves there: o, or nothing once
+// deleted.
+func land[T client.Object](slot *found[T], o T, gone bool) {
+	if gone {
+		var none T
+		o = none
+	}
+	slot.obj = o
 }
 
 // writesOf names a plan's writes: "create *v1.Deployment agent".

@@ -84,39 +84,17 @@ func TestPromotionSurvivesFailedWrites(t *testing.T) {
 			guard := &candidateGuard{ns: ns}
 			var failed atomic.Bool
 			log := &deploymentLog{}
-			failOnce := func(verb string, obj client.Object) error {
+			// The write tc.fail picks fails once; the candidate's delete
+			// is checked against the stable Deployment first.
+			startIntercepted(t, withWriteHooks(interceptor.Funcs{}, func(ctx context.Context, verb string, obj client.Object) error {
+				if verb == "delete" {
+					guard.onDelete(ctx, obj)
+				}
 				if tc.fail(verb, obj) && failed.CompareAndSwap(false, true) {
 					return injected
 				}
 				return nil
-			}
-			startIntercepted(t, interceptor.Funcs{
-				Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-					if err := failOnce("update", obj); err != nil {
-						return err
-					}
-					err := cl.Update(ctx, obj, opts...)
-					log.record("update", obj, err)
-					return err
-				},
-				Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-					err := cl.Create(ctx, obj, opts...)
-					log.record("create", obj, err)
-					return err
-				},
-				SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-					if err := failOnce(sub, obj); err != nil {
-						return err
-					}
-					return cl.SubResource(sub).Update(ctx, obj, opts...)
-				},
-				Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-					guard.onDelete(ctx, obj)
-					err := cl.Delete(ctx, obj, opts...)
-					log.record("delete", obj, err)
-					return err
-				},
-			})
+			}, log.record))
 			rolloutAgent(t, ns, func(a *omniav1.AgentRuntime) {
 				a.Spec.Rollout = &omniav1.RolloutConfig{
 					Candidate:      roToV110(),
@@ -129,17 +107,7 @@ func TestPromotionSurvivesFailedWrites(t *testing.T) {
 				if _, violations := guard.report(); len(violations) > 0 {
 					t.Fatalf("the candidate was removed too early: %v", violations)
 				}
-				if err := roReadyAll(ns); err != nil {
-					return err
-				}
-				a, err := getAgent(ns, "agent")
-				if err != nil {
-					return err
-				}
-				if a.Status.Rollout == nil || a.Status.Rollout.Active || a.Status.Rollout.Message != "promoted" {
-					return fmt.Errorf("status.rollout %+v", a.Status.Rollout)
-				}
-				return nil
+				return roPromoted(ns, nil)()
 			})
 			if !failed.Load() {
 				t.Fatal("the write to fail never happened")

@@ -257,6 +257,39 @@ func roSetCandidate(t *testing.T, ns string, c *omniav1.CandidateOverrides) {
 	})
 }
 
+// roStableOnly waits for the agent's stable Deployment, its pods ready,
+// and RolloutActive=False: no rollout yet.
+func roStableOnly(t *testing.T, ns string) {
+	t.Helper()
+	ctrltest.Eventually(t, wait, func() error { _, err := roDeployment(ns, "agent"); return err })
+	ctrltest.Eventually(t, wait, func() error { return roReadyAll(ns) })
+	ctrltest.Eventually(t, wait, rolloutIs(ns, func(a *omniav1.AgentRuntime) error {
+		return roCondition(a, omniav1.ConditionRolloutActive, metav1.ConditionFalse, omniav1.ReasonNoActiveRollout)
+	}))
+}
+
+// roPromoted plays the kubelet (roReadyAll) until the agent's rollout is
+// over with the message "promoted", and then holds the agent to more, if
+// set.
+func roPromoted(ns string, more func(*omniav1.AgentRuntime) error) func() error {
+	return func() error {
+		if err := roReadyAll(ns); err != nil {
+			return err
+		}
+		a, err := getAgent(ns, "agent")
+		if err != nil {
+			return err
+		}
+		if ro := a.Status.Rollout; ro == nil || ro.Active || ro.Message != "promoted" {
+			return fmt.Errorf("status.rollout %+v", ro)
+		}
+		if more == nil {
+			return nil
+		}
+		return more(a)
+	}
+}
+
 func rolloutIs(ns string, check func(*omniav1.AgentRuntime) error) func() error {
 	return func() error {
 		a, err := getAgent(ns, "agent")
@@ -294,11 +327,7 @@ func TestRolloutCanaryPromotes(t *testing.T) {
 			TrafficRouting: &omniav1.TrafficRoutingConfig{Mode: omniav1.TrafficRoutingReplicaWeighted},
 		}
 	})
-	ctrltest.Eventually(t, wait, func() error { _, err := roDeployment(ns, "agent"); return err })
-	ctrltest.Eventually(t, wait, func() error { return roReadyAll(ns) })
-	ctrltest.Eventually(t, wait, rolloutIs(ns, func(a *omniav1.AgentRuntime) error {
-		return roCondition(a, omniav1.ConditionRolloutActive, metav1.ConditionFalse, omniav1.ReasonNoActiveRollout)
-	}))
+	roStableOnly(t, ns)
 
 	roSetCandidate(t, ns, roToV110())
 	ctrltest.Eventually(t, wait, roReplicasAre(ns, 1, 1))
@@ -347,19 +376,12 @@ func TestRolloutCanaryPromotes(t *testing.T) {
 		return nil
 	}))
 	ctrltest.Eventually(t, wait, rolloutEvent(ns, corev1.EventTypeNormal, omniav1.EventRolloutPromoting))
-	ctrltest.Eventually(t, 2*wait, func() error {
-		if err := roReadyAll(ns); err != nil {
-			return err
-		}
-		a, err := getAgent(ns, "agent")
-		if err != nil {
-			return err
-		}
-		if a.Spec.Rollout.Candidate != nil || a.Status.Rollout == nil || a.Status.Rollout.Active || a.Status.Rollout.Message != "promoted" {
-			return fmt.Errorf("candidate %+v, status.rollout %+v", a.Spec.Rollout.Candidate, a.Status.Rollout)
+	ctrltest.Eventually(t, 2*wait, roPromoted(ns, func(a *omniav1.AgentRuntime) error {
+		if a.Spec.Rollout.Candidate != nil {
+			return fmt.Errorf("candidate %+v", a.Spec.Rollout.Candidate)
 		}
 		return roCondition(a, omniav1.ConditionRolloutActive, metav1.ConditionFalse, omniav1.ReasonNoActiveRollout)
-	})
+	}))
 	ctrltest.Eventually(t, wait, rolloutEvent(ns, corev1.EventTypeNormal, omniav1.EventRolloutPromoted))
 	ctrltest.Eventually(t, wait, func() error {
 		if err := roNoCandidate(ns); err != nil {

@@ -86,7 +86,7 @@ func newLaggingCache(ns string) *laggingCache {
 }
 
 func (l *laggingCache) funcs() interceptor.Funcs {
-	return interceptor.Funcs{
+	return withWriteHooks(interceptor.Funcs{
 		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			a, ok := obj.(*omniav1.AgentRuntime)
 			if !ok || key.Namespace != l.ns {
@@ -107,32 +107,7 @@ func (l *laggingCache) funcs() interceptor.Funcs {
 			l.lagging = false
 			return nil
 		},
-		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			err := cl.Create(ctx, obj, opts...)
-			l.wrote("create", obj, err)
-			return err
-		},
-		Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			err := cl.Update(ctx, obj, opts...)
-			l.wrote("update", obj, err)
-			return err
-		},
-		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			err := cl.Patch(ctx, obj, patch, opts...)
-			l.wrote("patch", obj, err)
-			return err
-		},
-		Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			err := cl.Delete(ctx, obj, opts...)
-			l.wrote("delete", obj, err)
-			return err
-		},
-		SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			err := cl.SubResource(sub).Update(ctx, obj, opts...)
-			l.wrote(sub, obj, err)
-			return err
-		},
-	}
+	}, nil, l.wrote)
 }
 
 // wrote records a write: one made while the agent read was stale, a
@@ -187,11 +162,7 @@ func TestRolloutActsOnlyOnWhatItLastWrote(t *testing.T) {
 			TrafficRouting: &omniav1.TrafficRoutingConfig{Mode: omniav1.TrafficRoutingReplicaWeighted},
 		}
 	})
-	ctrltest.Eventually(t, wait, func() error { _, err := roDeployment(ns, "agent"); return err })
-	ctrltest.Eventually(t, wait, func() error { return roReadyAll(ns) })
-	ctrltest.Eventually(t, wait, rolloutIs(ns, func(a *omniav1.AgentRuntime) error {
-		return roCondition(a, omniav1.ConditionRolloutActive, metav1.ConditionFalse, omniav1.ReasonNoActiveRollout)
-	}))
+	roStableOnly(t, ns)
 
 	roSetCandidate(t, ns, roToV110())
 	// Each weight is followed by a pause, which starts at the clock's time
@@ -218,19 +189,7 @@ func TestRolloutActsOnlyOnWhatItLastWrote(t *testing.T) {
 		clock.advance(time.Hour)
 		roPoke(t, ns)
 	}
-	ctrltest.Eventually(t, 2*wait, func() error {
-		if err := roReadyAll(ns); err != nil {
-			return err
-		}
-		a, err := getAgent(ns, "agent")
-		if err != nil {
-			return err
-		}
-		if a.Status.Rollout == nil || a.Status.Rollout.Active || a.Status.Rollout.Message != "promoted" {
-			return fmt.Errorf("status.rollout %+v", a.Status.Rollout)
-		}
-		return roNoCandidate(ns)
-	})
+	ctrltest.Eventually(t, 2*wait, roPromoted(ns, func(*omniav1.AgentRuntime) error { return roNoCandidate(ns) }))
 	// Late passes would still act on a stale read.
 	ctrltest.Consistently(t, 2*time.Second, func() error { return roReadyAll(ns) })
 

@@ -36,9 +36,7 @@ var decision = pt.Status[Snapshot, omniav1.ConnectionStatus]{Fresh: fresh, Decid
 	At: func(s *Snapshot) (metav1.Object, *omniav1.ConnectionStatus, *metav1.Time) {
 		return s.Connection, &s.Connection.Status, &s.Now
 	},
-	Outcomes: func(st omniav1.ConnectionStatus) []string {
-		return []string{"reason " + meta.FindStatusCondition(st.Conditions, omniav1.ConditionReady).Reason}
-	}}
+	Outcomes: func(st omniav1.ConnectionStatus) []string { return pt.ReadyReason(st.Conditions) }}
 
 func fresh(s Snapshot) Snapshot {
 	s.Connection = s.Connection.DeepCopy()

@@ -29,12 +29,12 @@ func Decide[S, D any](in S, fresh func(S) S, decide func(S) D, same func(a, b D)
 }
 
 // RunDecide checks a controller's decide on Iterations inputs gen draws:
-// on each it keeps the promises Decide checks, then check holds the
-// decision to the controller's own properties (and counts the outcome it
-// reached). It is Run with the steps every controller's property test
+// on each it keeps the promises Decide checks, then checks, in order
+// until one fails, hold the decision to the controller's own properties
+// (and count the outcome it reached). It is Run with the steps every controller's property test
 // starts with written once.
 func RunDecide[S, D any](t *testing.T, gen func(*rand.Rand) S, fresh func(S) S, decide func(S) D, same func(a, b D) bool,
-	check func(r *rand.Rand, s S, d D) error) {
+	checks ...func(r *rand.Rand, s S, d D) error) {
 	t.Helper()
 	Run(t, func(r *rand.Rand) error {
 		s := gen(r)
@@ -42,7 +42,12 @@ func RunDecide[S, D any](t *testing.T, gen func(*rand.Rand) S, fresh func(S) S, 
 		if err != nil {
 			return err
 		}
-		return check(r, s, d)
+		for _, check := range checks {
+			if err := check(r, s, d); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

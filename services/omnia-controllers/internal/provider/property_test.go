@@ -36,16 +36,7 @@ import (
 //     Ready, and Retry is set exactly when a named Secret is missing.
 func TestDecideProperties(t *testing.T) {
 	counts := pt.Counts{}
-	pt.RunDecide(t, genSnapshot, fresh, Decide, sameDecision, func(r *rand.Rand, s Snapshot, d Decision) error {
-		if err := checkTimer(s, d); err != nil {
-			return err
-		}
-		if err := checkStatus(s, d); err != nil {
-			return err
-		}
-		if err := checkFixedPoint(r, s, d); err != nil {
-			return err
-		}
+	pt.RunDecide(t, genSnapshot, fresh, Decide, sameDecision, checkTimer, checkStatus, checkFixedPoint, func(_ *rand.Rand, s Snapshot, d Decision) error {
 		counts.Add("phase " + string(d.Status.Phase))
 		if d.Retry != nil {
 			counts.Add("retry")
@@ -65,7 +56,7 @@ func TestDecideProperties(t *testing.T) {
 
 // checkTimer: the only timer is UnreachableRetry, exactly while the
 // endpoint is unreachable.
-func checkTimer(s Snapshot, d Decision) error {
+func checkTimer(_ *rand.Rand, s Snapshot, d Decision) error {
 	unreachable := s.Health != nil && s.Health.Err != nil
 	switch {
 	case unreachable && d.RequeueAfter != UnreachableRetry:
@@ -94,7 +85,7 @@ func sameDecision(a, b Decision) bool {
 }
 
 // checkStatus holds the decided status to what phase and Ready promise.
-func checkStatus(s Snapshot, d Decision) error {
+func checkStatus(_ *rand.Rand, s Snapshot, d Decision) error {
 	st := d.Status
 	p := s.Provider
 	conds := st.Conditions

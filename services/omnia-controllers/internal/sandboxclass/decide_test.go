@@ -1,17 +1,16 @@
 package sandboxclass
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/proptest"
 )
 
 var t0 = metav1.NewTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
@@ -94,18 +93,8 @@ func TestDecide(t *testing.T) {
 			tc.snap.Now = t0
 			d := Decide(tc.snap)
 			st := d.Status
-			gen := tc.snap.Class.Generation
-			if st.Phase != tc.phase || st.ObservedGeneration != gen {
-				t.Fatalf("phase %s observedGeneration %d; want %s, %d", st.Phase, st.ObservedGeneration, tc.phase, gen)
-			}
-			want := metav1.ConditionFalse
-			if tc.phase == omniav1.SandboxClassPhaseReady {
-				want = metav1.ConditionTrue
-			}
-			c := meta.FindStatusCondition(st.Conditions, omniav1.ConditionReady)
-			if c == nil || c.Status != want || c.Reason != tc.reason || !strings.Contains(c.Message, tc.msg) || c.ObservedGeneration != gen {
-				t.Fatalf("Ready = %+v; want %s/%s containing %q", c, want, tc.reason, tc.msg)
-			}
+			proptest.ReadyWant[omniav1.SandboxClassPhase]{Gen: tc.snap.Class.Generation, Phase: tc.phase, ReadyPhase: omniav1.SandboxClassPhaseReady,
+				Reason: tc.reason, Msg: tc.msg}.Check(t, st.Phase, st.ObservedGeneration, st.Conditions)
 			if len(d.Events) != tc.events || (d.Retry != nil) != tc.retry {
 				t.Fatalf("events %+v retry %v; want %d events, retry %v", d.Events, d.Retry, tc.events, tc.retry)
 			}

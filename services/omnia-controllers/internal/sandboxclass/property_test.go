@@ -33,9 +33,7 @@ var decision = pt.Status[Snapshot, omniav1.SandboxClassStatus]{Fresh: fresh, Dec
 	At: func(s *Snapshot) (metav1.Object, *omniav1.SandboxClassStatus, *metav1.Time) {
 		return s.Class, &s.Class.Status, &s.Now
 	},
-	Outcomes: func(st omniav1.SandboxClassStatus) []string {
-		return []string{"reason " + meta.FindStatusCondition(st.Conditions, omniav1.ConditionReady).Reason}
-	}}
+	Outcomes: func(st omniav1.SandboxClassStatus) []string { return pt.ReadyReason(st.Conditions) }}
 
 func fresh(s Snapshot) Snapshot {
 	s.Class = s.Class.DeepCopy()

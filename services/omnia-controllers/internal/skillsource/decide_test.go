@@ -1,15 +1,14 @@
 package skillsource
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/proptest"
 )
 
 var t0 = metav1.NewTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
@@ -61,17 +60,8 @@ func TestDecide(t *testing.T) {
 			tc.snap.Now = t0
 			d := Decide(tc.snap)
 			st := d.Status
-			if st.Phase != tc.phase || st.ObservedGeneration != tc.snap.Source.Generation {
-				t.Fatalf("phase %s observedGeneration %d, want %s and %d", st.Phase, st.ObservedGeneration, tc.phase, tc.snap.Source.Generation)
-			}
-			c := meta.FindStatusCondition(st.Conditions, omniav1.ConditionReady)
-			wantStatus := metav1.ConditionFalse
-			if tc.phase == omniav1.SkillSourcePhaseReady {
-				wantStatus = metav1.ConditionTrue
-			}
-			if c == nil || c.Status != wantStatus || c.Reason != tc.reason || !strings.Contains(c.Message, tc.msg) {
-				t.Fatalf("Ready = %+v, want %s/%s containing %q", c, wantStatus, tc.reason, tc.msg)
-			}
+			proptest.ReadyWant[omniav1.SkillSourcePhase]{Gen: tc.snap.Source.Generation, Phase: tc.phase, ReadyPhase: omniav1.SkillSourcePhaseReady,
+				Reason: tc.reason, Msg: tc.msg}.Check(t, st.Phase, st.ObservedGeneration, st.Conditions)
 			if len(st.Skills) != tc.skills || (st.ContentChecksum != "") != tc.checked {
 				t.Fatalf("skills %+v checksum %q", st.Skills, st.ContentChecksum)
 			}

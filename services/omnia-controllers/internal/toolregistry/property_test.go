@@ -33,16 +33,7 @@ import (
 //     round ran.
 func TestDecideProperties(t *testing.T) {
 	counts := pt.Counts{}
-	pt.RunDecide(t, genSnapshot, fresh, Decide, sameDecision, func(r *rand.Rand, s Snapshot, d Decision) error {
-		if err := checkTimer(s, d); err != nil {
-			return err
-		}
-		if err := checkStatus(s, d); err != nil {
-			return err
-		}
-		if err := checkFixedPoint(r, s, d); err != nil {
-			return err
-		}
+	pt.RunDecide(t, genSnapshot, fresh, Decide, sameDecision, checkTimer, checkStatus, checkFixedPoint, func(_ *rand.Rand, s Snapshot, d Decision) error {
 		counts.Add("phase " + string(d.Status.Phase))
 		if Probing(s.Registry) {
 			counts.Add("probing")
@@ -60,7 +51,7 @@ func TestDecideProperties(t *testing.T) {
 }
 
 // checkTimer: a timer only while probing, never under MinProbeInterval.
-func checkTimer(s Snapshot, d Decision) error {
+func checkTimer(_ *rand.Rand, s Snapshot, d Decision) error {
 	probing := Probing(s.Registry)
 	switch {
 	case probing && d.RequeueAfter < MinProbeInterval:
@@ -83,7 +74,7 @@ func sameDecision(a, b Decision) bool {
 
 // checkStatus holds the decided status to what the phase and conditions
 // promise.
-func checkStatus(s Snapshot, d Decision) error {
+func checkStatus(_ *rand.Rand, s Snapshot, d Decision) error {
 	st := d.Status
 	gen := s.Registry.Generation
 	if st.ObservedGeneration != gen {
