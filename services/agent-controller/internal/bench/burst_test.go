@@ -10,7 +10,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -206,13 +205,7 @@ func jobControllerBurst(t *testing.T, c client.Client, kube kubernetes.Interface
 	}
 	defer pods.Stop()
 	got := newArrivals(n)
-	go func() {
-		for ev := range pods.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Added {
-				got.seen(p.Labels[batchv1.JobNameLabel])
-			}
-		}
-	}()
+	go got.added(pods, func(o metav1.Object) string { return o.GetLabels()[batchv1.JobNameLabel] })
 	at := make([]time.Time, n)
 	start := time.Now()
 	parallel(n, clients, func(i int) {
@@ -282,13 +275,7 @@ func backlogDrain(t *testing.T, c client.Client, kube kubernetes.Interface, n in
 	}
 	defer jobs.Stop()
 	got := newArrivals(n)
-	go func() {
-		for ev := range jobs.ResultChan() {
-			if j, ok := ev.Object.(*batchv1.Job); ok && ev.Type == watch.Added {
-				got.seen(j.Name)
-			}
-		}
-	}()
+	go got.added(jobs, metav1.Object.GetName)
 	bin := startBinary(t, ns)
 	defer bin.stop()
 	got.wait(t, 10*time.Minute, "Jobs of the backlog")

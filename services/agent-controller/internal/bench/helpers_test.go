@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -365,6 +366,16 @@ func (a *arrivals) wait(t *testing.T, within time.Duration, what string) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		t.Fatalf("%s: %d of %d within %s", what, len(a.at), a.want, within)
+	}
+}
+
+// added records, until w ends, the arrival of each object w reports
+// Added, under the name name gives it.
+func (a *arrivals) added(w watch.Interface, name func(metav1.Object) string) {
+	for ev := range w.ResultChan() {
+		if o, ok := ev.Object.(metav1.Object); ok && ev.Type == watch.Added {
+			a.seen(name(o))
+		}
 	}
 }
 
