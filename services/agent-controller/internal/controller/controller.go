@@ -217,7 +217,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			// The same version is the echo of this controller's own write
 			// (stored on success, storeIfNewer): the pass that wrote it
 			// decided from it already.
-			if o, n := old.(*agentsv1alpha1.Agent), obj.(*agentsv1alpha1.Agent); o != nil && n != nil && o.ResourceVersion == n.ResourceVersion {
+			o, okOld := old.(*agentsv1alpha1.Agent)
+			n, okNew := obj.(*agentsv1alpha1.Agent)
+			if okOld && okNew && o.ResourceVersion == n.ResourceVersion {
 				return
 			}
 			enqueue(obj)
@@ -233,7 +235,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	if _, err := c.jobs.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueOwnerOfNewJob,
 		UpdateFunc: func(old, obj any) {
-			if o, n := old.(*batchv1.Job), obj.(*batchv1.Job); o == nil || n == nil || decision.JobChangeMatters(o, n) {
+			o, okOld := old.(*batchv1.Job)
+			n, okNew := obj.(*batchv1.Job)
+			if !okOld || !okNew || decision.JobChangeMatters(o, n) {
 				c.enqueueOwner(obj)
 			}
 		},
