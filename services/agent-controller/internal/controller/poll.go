@@ -173,16 +173,13 @@ func (c *Controller) pollAgents(ctx context.Context) error {
 	return nil
 }
 
-// pollJobs refreshes the Job cache from a full paginated LIST of run
-// Jobs: a listed Job newer than the cached copy replaces it, and a cached
-// Job the LIST no longer holds is dropped when the LIST is newer (its
-// deletion was missed; readRun then confirms it live). It returns the
-// keys of the Agents controlling the Jobs it replaced or dropped: their
-// watch events were missed, so the poll gives them a pass.
-//
-// A metadata LIST comes first, as for the Agents: when every run Job is
-// cached at the version listed, only the cached Jobs it no longer holds
-// are dropped, and no Job is read whole.
+// pollJobs checks the Job cache against a metadata LIST of run Jobs, as
+// the Agents' poll does: only when a listed Job is missing from the cache
+// or newer than its cached copy are the Jobs read whole (readJobsWhole)
+// to refresh it. A cached Job the LIST no longer holds is dropped when the
+// LIST is newer (its deletion was missed; readRun then confirms it live).
+// It returns the keys of the Agents controlling the Jobs it replaced or
+// dropped: their watch events were missed, so the poll gives them a pass.
 func (c *Controller) pollJobs(ctx context.Context) (owners map[string]bool, err error) {
 	idx := c.jobs.GetIndexer()
 	listed := map[string]bool{}
