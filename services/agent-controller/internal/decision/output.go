@@ -3,6 +3,7 @@ package decision
 import (
 	"fmt"
 	"io"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -50,6 +51,12 @@ type LogTail struct {
 	Dropped int64
 }
 
+// tailChunks holds ReadTail's read buffers between reads.
+var tailChunks = sync.Pool{New: func() any {
+	b := make([]byte, 32<<10)
+	return &b
+}}
+
 // ReadTail reads r to its end keeping only its last limit bytes, so a
 // huge log costs the controller at most limit bytes of memory however
 // much the pod printed.
@@ -57,21 +64,25 @@ func ReadTail(r io.Reader, limit int) (LogTail, error) {
 	if limit <= 0 {
 		limit = DefaultMaxOutputBytes
 	}
-	// A ring of 2×limit: append until full, then slide the last limit
-	// bytes to the front; each byte is copied at most twice.
-	buf := make([]byte, 0, 2*limit)
+	// A window of at most 2×limit: append until full, then slide the last
+	// limit bytes to the front; each byte is copied at most twice. The
+	// window grows with the log: most run logs are a few KiB, and the
+	// controller reads one for every run that ends.
+	window := 2 * limit
+	var buf []byte
 	var dropped int64
-	chunk := make([]byte, 32<<10)
+	chunk := tailChunks.Get().(*[]byte)
+	defer tailChunks.Put(chunk)
 	for {
-		n, err := r.Read(chunk)
-		data := chunk[:n]
+		n, err := r.Read(*chunk)
+		data := (*chunk)[:n]
 		for len(data) > 0 {
-			if len(buf) == cap(buf) {
+			if len(buf) == window {
 				cut := len(buf) - limit
 				dropped += int64(cut)
 				buf = append(buf[:0], buf[cut:]...)
 			}
-			take := min(len(data), cap(buf)-len(buf))
+			take := min(len(data), window-len(buf))
 			buf = append(buf, data[:take]...)
 			data = data[take:]
 		}
