@@ -75,9 +75,10 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	// Built-in kinds (Jobs, pods, Events, Secrets, Leases) travel as
-	// protobuf, cheaper than JSON to encode and decode on both ends; the
-	// controller-runtime client keeps JSON, which Agents and the other
-	// custom kinds need.
+	// protobuf, cheaper than JSON to encode and decode on both ends. The
+	// controller-runtime client does the same for a built-in kind read as
+	// its Go type (the Job informer) and keeps JSON for Agents and the
+	// other custom kinds, which the API server serves only as JSON.
 	kcfg := rest.CopyConfig(rc)
 	kcfg.ContentType = runtime.ContentTypeProtobuf
 	kcfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON

@@ -178,6 +178,14 @@ func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts
 	ctl.agents = cache.NewSharedIndexInformer(ctl.lw, &agentsv1alpha1.Agent{}, 0, cache.Indexers{byStation: stationIndex})
 	jobs := watched(&batchv1.Job{}, &batchv1.JobList{}, batchv1.SchemeGroupVersion.WithKind("Job"))
 	jobs.labelSelector = agentsv1alpha1.LabelComponent + "=" + agentsv1alpha1.ComponentJob
+	jobs.typed = true
+	// The cache holds every run's Job: only what the decisions read of
+	// one is kept (decision.TrimJob).
+	jobs.trim = func(o client.Object) {
+		if j, ok := o.(*batchv1.Job); ok {
+			decision.TrimJob(j)
+		}
+	}
 	ctl.jobs = cache.NewSharedIndexInformer(jobs, &batchv1.Job{}, 0, cache.Indexers{})
 	ctl.jobLW = jobs
 	ctl.stations = cache.NewSharedIndexInformer(watched(&agentsv1alpha1.Station{}, &agentsv1alpha1.StationList{}, agentsv1alpha1.GroupVersion.WithKind("Station")),

@@ -1,0 +1,83 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/runspec"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
+)
+
+// TestTheJobCacheHoldsTrimmedJobs: a run Job reaches the cache, through
+// the watch and through the poll's LIST alike, cut down to what the
+// decisions read (decision.TrimJob): no volumes, no other variables, no
+// managedFields; its labels, run spec, deadline and status kept.
+func TestTheJobCacheHoldsTrimmedJobs(t *testing.T) {
+	ns := env.Namespace(t)
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := New(base, env.Kube, metrics.New(), Options{Namespace: ns, Log: quiet})
+	live := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent-job-a", Namespace: ns,
+			Labels: map[string]string{agentsv1alpha1.LabelComponent: agentsv1alpha1.ComponentJob}},
+		Spec: batchv1.JobSpec{ActiveDeadlineSeconds: new(int64(600)), Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{agentsv1alpha1.LabelExecution: string(agentsv1alpha1.ExecutionJob)}},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Volumes: []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+				Containers: []corev1.Container{{Name: agentsv1alpha1.AgentContainerName, Image: "agent",
+					Env: []corev1.EnvVar{{Name: "TEAM", Value: "a"}, {Name: runspec.EnvName, Value: "spec"}}}}}}},
+	}
+	if err := env.Client.Create(context.Background(), live); err != nil {
+		t.Fatal(err)
+	}
+	check := func(how string) {
+		t.Helper()
+		obj, ok, _ := ctl.jobs.GetIndexer().GetByKey(ns + "/agent-job-a")
+		if !ok {
+			t.Fatalf("%s: the Job is not cached", how)
+		}
+		j := obj.(*batchv1.Job)
+		spec := j.Spec.Template.Spec
+		switch {
+		case j.ManagedFields != nil, spec.Volumes != nil, spec.RestartPolicy != "", len(spec.Containers) != 1,
+			len(spec.Containers[0].Env) != 1, spec.Containers[0].Image != "":
+			t.Errorf("%s: the cached Job keeps what no decision reads: %+v", how, j)
+		case spec.Containers[0].Env[0].Value != "spec", j.Spec.Template.Labels[agentsv1alpha1.LabelExecution] != string(agentsv1alpha1.ExecutionJob),
+			j.Spec.ActiveDeadlineSeconds == nil || *j.Spec.ActiveDeadlineSeconds != 600, j.Labels[agentsv1alpha1.LabelComponent] == "":
+			t.Errorf("%s: the cached Job lost what the decisions read: %+v", how, j)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go ctl.jobs.RunWithContext(ctx)
+	deadline := time.Now().Add(30 * time.Second)
+	for !ctl.jobs.HasSynced() || len(ctl.jobs.GetStore().ListKeys()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the Job informer never cached the Job")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	check("through the watch")
+
+	// The poll replaces a cached copy older than the listed one.
+	stale := live.DeepCopy()
+	stale.ResourceVersion = "1"
+	if err := ctl.jobs.GetIndexer().Update(stale); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := ctl.poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	check("through the poll")
+}
