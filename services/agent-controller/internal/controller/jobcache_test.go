@@ -7,12 +7,9 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/runspec"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
 )
 
 // TestTheJobCacheHoldsTrimmedJobs: a run Job reaches the cache, through
@@ -20,22 +17,13 @@ import (
 // decisions read (decision.TrimJob): no volumes, no other variables, no
 // managedFields; its labels, run spec, deadline and status kept.
 func TestTheJobCacheHoldsTrimmedJobs(t *testing.T) {
-	ns := env.Namespace(t)
-	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctl := New(base, env.Kube, metrics.New(), Options{Namespace: ns, Log: quiet})
-	live := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "agent-job-a", Namespace: ns,
-			Labels: map[string]string{agentsv1alpha1.LabelComponent: agentsv1alpha1.ComponentJob}},
-		Spec: batchv1.JobSpec{ActiveDeadlineSeconds: new(int64(600)), Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{agentsv1alpha1.LabelExecution: string(agentsv1alpha1.ExecutionJob)}},
-			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-				Volumes: []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-				Containers: []corev1.Container{{Name: agentsv1alpha1.AgentContainerName, Image: "agent",
-					Env: []corev1.EnvVar{{Name: "TEAM", Value: "a"}, {Name: runspec.EnvName, Value: "spec"}}}}}}},
-	}
+	ns, ctl := idleController(t)
+	live := runJob(ns, corev1.PodSpec{
+		Volumes: []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		Containers: []corev1.Container{{Name: agentsv1alpha1.AgentContainerName, Image: "agent",
+			Env: []corev1.EnvVar{{Name: "TEAM", Value: "a"}, {Name: runspec.EnvName, Value: "spec"}}}}})
+	live.Spec.ActiveDeadlineSeconds = new(int64(600))
+	live.Spec.Template.Labels = map[string]string{agentsv1alpha1.LabelExecution: string(agentsv1alpha1.ExecutionJob)}
 	if err := env.Client.Create(context.Background(), live); err != nil {
 		t.Fatal(err)
 	}

@@ -160,24 +160,37 @@ func TestBatchBookkeepingIsBoundedByTheAgents(t *testing.T) {
 	}
 }
 
+// idleController is a Controller for a fresh namespace that is not
+// running: the test drives its informers and poll itself.
+func idleController(t *testing.T) (string, *Controller) {
+	t.Helper()
+	ns := env.Namespace(t)
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns, New(base, env.Kube, metrics.New(), Options{Namespace: ns, Log: quiet})
+}
+
+// runJob is a run Job agent-job-a in ns, labelled as the controller
+// labels them, whose pod is spec.
+func runJob(ns string, spec corev1.PodSpec) *batchv1.Job {
+	spec.RestartPolicy = corev1.RestartPolicyNever
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent-job-a", Namespace: ns,
+			Labels: map[string]string{agentsv1alpha1.LabelComponent: agentsv1alpha1.ComponentJob}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: spec}},
+	}
+}
+
 // TestThePollRefreshesJobsTheWatchMissed: the poll LISTs the run Jobs as
 // well as the Agents, so a Job whose end (or deletion) the watch never
 // delivered does not leave its Agent Running: a listed Job newer than the
 // cached copy replaces it, and a cached Job the LIST no longer holds is
 // dropped.
 func TestThePollRefreshesJobsTheWatchMissed(t *testing.T) {
-	ns := env.Namespace(t)
-	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctl := New(base, env.Kube, metrics.New(), Options{Namespace: ns, Log: quiet})
-	live := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "agent-job-a", Namespace: ns,
-			Labels: map[string]string{agentsv1alpha1.LabelComponent: agentsv1alpha1.ComponentJob}},
-		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "agent", Image: "agent"}}}}},
-	}
+	ns, ctl := idleController(t)
+	live := runJob(ns, corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "agent"}}})
 	if err := env.Client.Create(context.Background(), live); err != nil {
 		t.Fatal(err)
 	}
