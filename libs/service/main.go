@@ -29,7 +29,8 @@ type RunFunc[C any] func(ctx context.Context, cfg C, log *slog.Logger) error
 
 // Main is the main function of a long-running service named name: it
 // parses the command line and environment with parse, builds the JSON
-// logger at the configured level, and runs run until SIGTERM or SIGINT.
+// logger at the configured level, sets the Go runtime's memory limit from
+// the container's (LimitMemory), and runs run until SIGTERM or SIGINT.
 // It exits 0 after --version or --help; 2 on a bad flag, variable or log
 // level, with the error on stderr; 1 when run fails, after logging
 // "<name> stopped".
@@ -51,6 +52,7 @@ func mainCode[C Configured](name string, parse ParseFunc[C], run RunFunc[C],
 		_, _ = fmt.Fprintf(stderr, "%s: --log-level / LOG_LEVEL: %v\n", name, err)
 		return 2
 	}
+	LimitMemory(log)
 	ctx, stop := SignalContext()
 	defer stop()
 	if err := run(ctx, cfg, log); err != nil {

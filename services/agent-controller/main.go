@@ -49,6 +49,7 @@ func main() {
 	// client-go's REST client metrics hook is process-wide and once-only,
 	// so it is set here rather than in run, which tests call many times.
 	metrics.EnableRESTClientMetrics()
+	service.LimitMemory(log)
 	ctx, stop := service.SignalContext()
 	err = run(ctx, cfg, log)
 	stop()

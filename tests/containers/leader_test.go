@@ -36,6 +36,14 @@ func TestLeaderKilledEvery30s(t *testing.T) {
 
 	first := p.waitLeader(t, "", 2*time.Minute)
 	t.Logf("first leader: %s", first)
+	// Each replica's Go runtime keeps its heap under 90 % of its
+	// container's memory limit (service.LimitMemory), which it read from
+	// its cgroup, so the collector works harder before the kernel kills it.
+	for _, c := range p.controllers {
+		if got, want := metricOnceServed(t, c, "go_gc_gomemlimit_bytes"), float64(controllerMemory)*0.9; got < want-4096 || got > want {
+			t.Errorf("%s: go_gc_gomemlimit_bytes %.0f, want 90 %% of its container's %d bytes", c.Alias(), got, controllerMemory)
+		}
+	}
 
 	// Agents are created across the kills, so some are created while no
 	// replica leads.

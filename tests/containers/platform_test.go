@@ -113,6 +113,10 @@ func startPlatform(t *testing.T, o platformOptions) *platform {
 	return p
 }
 
+// controllerMemory is the agent-controller container's memory limit, the
+// chart's default resources.limits.memory.
+const controllerMemory = 256 << 20
+
 // startController starts one agent-controller replica.
 func (p *platform) startController(t *testing.T, alias string, o platformOptions) *containers.Container {
 	t.Helper()
@@ -127,6 +131,7 @@ func (p *platform) startController(t *testing.T, alias string, o platformOptions
 	return p.net.Start(containers.Spec{
 		Alias: alias, Image: images["agent-controller"], Cmd: args,
 		Files: p.kube.PKIFiles, Ports: []string{"8080/tcp"},
+		Memory: controllerMemory,
 	})
 }
 
@@ -326,12 +331,41 @@ func (p *platform) waitFor(t *testing.T, ns string, within time.Duration, what s
 // container's /metrics on port 8080.
 func metric(t *testing.T, c *containers.Container, name string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + c.HostAddr("8080/tcp") + "/metrics")
+	v, err := readMetric(c, name)
 	if err != nil {
 		t.Fatalf("%s's metrics: %v", c.Alias(), err)
 	}
+	return v
+}
+
+// metricOnceServed is metric for a container that may still be starting:
+// it tries for up to a minute before failing the test.
+func metricOnceServed(t *testing.T, c *containers.Container, name string) float64 {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		v, err := readMetric(c, name)
+		if err == nil {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's metrics: %v", c.Alias(), err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// readMetric reads name from c's /metrics.
+func readMetric(c *containers.Container, name string) (float64, error) {
+	resp, err := http.Get("http://" + c.HostAddr("8080/tcp") + "/metrics")
+	if err != nil {
+		return 0, err
+	}
 	defer func() { _ = resp.Body.Close() }()
-	return sumMetric(resp.Body, name)
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("/metrics: %s", resp.Status)
+	}
+	return sumMetric(resp.Body, name), nil
 }
 
 // sumMetric sums the samples of name in a Prometheus text exposition.

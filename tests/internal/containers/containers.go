@@ -142,6 +142,9 @@ type Spec struct {
 	Binds []string
 	// User is the container's uid:gid; the image's when empty.
 	User string
+	// Memory is the container's memory limit in bytes, as a pod's
+	// resources.limits.memory sets it; none when 0.
+	Memory int64
 	// WaitFor is what makes the container ready; none when nil.
 	WaitFor wait.Strategy
 	// HostNetwork runs the container in the host's network namespace
@@ -190,6 +193,7 @@ func (n *Net) Start(spec Spec) *Container {
 		},
 		HostConfigModifier: func(hc *container.HostConfig) {
 			hc.Binds = append(hc.Binds, spec.Binds...)
+			hc.Memory = spec.Memory
 			if spec.HostNetwork {
 				hc.NetworkMode = "host"
 				return

@@ -56,6 +56,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(2)
 	}
+	service.LimitMemory(log)
 	restCfg, err := service.RESTConfig(name, cfg.Kube)
 	if err != nil {
 		log.Error("load kubeconfig", "err", err.Error())
