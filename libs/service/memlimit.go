@@ -19,7 +19,7 @@ const MemoryLimitRatio = 0.9
 // killing the process at the container's limit. GOMEMLIMIT in the
 // environment wins, AUTOMEMLIMIT=off turns this off (AUTOMEMLIMIT=0.8
 // sets another ratio), and outside a memory-limited cgroup nothing
-// changes. See docs/operations.md.
+// changes. See docs/configuration.md.
 func LimitMemory(log *slog.Logger) int64 {
 	return limitMemory(log, memlimit.FromCgroup)
 }

@@ -34,7 +34,6 @@ func TestLimitMemory(t *testing.T) {
 			before := debug.SetMemoryLimit(math.MaxInt64)
 			t.Cleanup(func() { debug.SetMemoryLimit(before) })
 			t.Setenv("GOMEMLIMIT", "")
-			t.Setenv("AUTOMEMLIMIT", "")
 			for k, v := range c.env {
 				t.Setenv(k, v)
 			}

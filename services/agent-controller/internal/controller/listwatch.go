@@ -43,7 +43,7 @@ type listWatch struct {
 	// onWatch for each watch opened.
 	onList  func()
 	onWatch func(reconnect bool)
-	// trim, when set, cuts each decoded object down to what the
+	// trim, when set, cuts each object of a typed kind down to what the
 	// controller reads of it before the cache holds it.
 	trim func(client.Object)
 	// typed lists and watches the kind as its Go type, which the client
@@ -56,15 +56,6 @@ type listWatch struct {
 	typed   bool
 	watches atomic.Int64
 	bad     *undecodables
-}
-
-// decode converts u to the kind's Go type and trims it.
-func (lw *listWatch) decode(u *unstructured.Unstructured) (client.Object, error) {
-	obj, err := decode(u, lw.gvk.Kind, lw.newObj())
-	if err == nil && lw.trim != nil {
-		lw.trim(obj)
-	}
-	return obj, err
 }
 
 var _ cache.ListerWatcherWithContext = (*listWatch)(nil)
@@ -116,7 +107,7 @@ func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOption
 	objs := make([]runtime.Object, 0, len(page.Items))
 	for i := range page.Items {
 		u := &page.Items[i]
-		obj, err := lw.decode(u)
+		obj, err := decode(u, lw.gvk.Kind, lw.newObj())
 		if err != nil {
 			lw.bad.failed(err, u.GetResourceVersion(), listRV)
 			continue
@@ -202,7 +193,10 @@ func (lw *listWatch) listTyped(ctx context.Context, opts metav1.ListOptions) (ru
 
 // trimEvent trims the object of a typed watch event.
 func (lw *listWatch) trimEvent(ev watch.Event) watch.Event {
-	if obj, ok := ev.Object.(client.Object); ok && lw.trim != nil && ev.Type != watch.Error && ev.Type != watch.Bookmark {
+	if lw.trim == nil || ev.Type == watch.Error || ev.Type == watch.Bookmark {
+		return ev
+	}
+	if obj, ok := ev.Object.(client.Object); ok {
 		lw.trim(obj)
 	}
 	return ev
@@ -223,7 +217,7 @@ func (lw *listWatch) event(ev watch.Event) watch.Event {
 	if ev.Type == watch.Bookmark {
 		return watch.Event{Type: watch.Bookmark, Object: lw.stub(u)}
 	}
-	obj, err := lw.decode(u)
+	obj, err := decode(u, lw.gvk.Kind, lw.newObj())
 	if err == nil {
 		if ev.Type == watch.Deleted {
 			lw.bad.deleted(u)

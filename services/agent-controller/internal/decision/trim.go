@@ -1,8 +1,11 @@
 package decision
 
 import (
+	"slices"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/runspec"
@@ -21,32 +24,32 @@ import (
 // read.
 func TrimJob(job *batchv1.Job) {
 	job.ManagedFields = nil
-	spec := &job.Spec
-	tmpl := spec.Template
-	spec.Template = corev1.PodTemplateSpec{}
-	spec.Template.Labels = tmpl.Labels
-	spec.Template.Spec.Containers = keepEnv(tmpl.Spec.Containers, agentsv1alpha1.AgentContainerName, runspec.EnvName)
-	spec.Template.Spec.InitContainers = keepEnv(tmpl.Spec.InitContainers, jobbuild.InitContainerName,
-		runspec.EnvConversationID, runspec.EnvConversationSource)
-	*spec = batchv1.JobSpec{ActiveDeadlineSeconds: spec.ActiveDeadlineSeconds, Template: spec.Template}
+	tmpl := job.Spec.Template
+	job.Spec = batchv1.JobSpec{
+		ActiveDeadlineSeconds: job.Spec.ActiveDeadlineSeconds,
+		Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: tmpl.Labels},
+			Spec: corev1.PodSpec{
+				Containers: keepEnv(tmpl.Spec.Containers, agentsv1alpha1.AgentContainerName, runspec.EnvName),
+				InitContainers: keepEnv(tmpl.Spec.InitContainers, jobbuild.InitContainerName,
+					runspec.EnvConversationID, runspec.EnvConversationSource),
+			},
+		},
+	}
 }
 
 // keepEnv returns the container named name of cs holding only its
 // variables of the given names; nil when cs has no such container.
 func keepEnv(cs []corev1.Container, name string, vars ...string) []corev1.Container {
-	for _, c := range cs {
-		if c.Name != name {
-			continue
-		}
-		kept := corev1.Container{Name: name}
-		for _, e := range c.Env {
-			for _, v := range vars {
-				if e.Name == v {
-					kept.Env = append(kept.Env, corev1.EnvVar{Name: e.Name, Value: e.Value})
-				}
-			}
-		}
-		return []corev1.Container{kept}
+	i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == name })
+	if i < 0 {
+		return nil
 	}
-	return nil
+	kept := corev1.Container{Name: name}
+	for _, e := range cs[i].Env {
+		if slices.Contains(vars, e.Name) {
+			kept.Env = append(kept.Env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+		}
+	}
+	return []corev1.Container{kept}
 }
