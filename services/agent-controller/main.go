@@ -31,6 +31,7 @@ import (
 	"github.com/agentplane/agentplane/services/agent-controller/internal/config"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/controller"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/eventpace"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/leader"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
@@ -88,10 +89,17 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		return fmt.Errorf("clientset: %w", err)
 	}
 	// Each Agent's transitions become Kubernetes Events. The recorder sends
-	// them in the background, aggregated and rate-limited as client-go does,
-	// until the controller has stopped: recording outlives ctx so the last
-	// transitions of the drain still go out.
-	broadcaster := kevents.NewBroadcaster(&kevents.EventSinkImpl{Interface: kube.EventsV1()})
+	// them in the background, aggregated as client-go does, on a client of
+	// their own held to --event-qps, until the controller has stopped:
+	// recording outlives ctx so the last transitions of the drain still go
+	// out.
+	ecfg := rest.CopyConfig(kcfg)
+	ecfg.QPS, ecfg.Burst = float32(cfg.EventQPS), cfg.EventBurst
+	eventsClient, err := kubernetes.NewForConfig(ecfg)
+	if err != nil {
+		return fmt.Errorf("events clientset: %w", err)
+	}
+	broadcaster := kevents.NewBroadcaster(&kevents.EventSinkImpl{Interface: eventsClient.EventsV1()})
 	recordCtx, stopRecording := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRecording()
 	if err := broadcaster.StartRecordingToSinkWithContext(recordCtx); err != nil {
@@ -102,7 +110,8 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	opts := controller.Options{
 		Namespace: cfg.WatchNamespace, Workers: cfg.Workers, PollInterval: cfg.PollInterval, PageSize: cfg.PageSize, Log: log,
 		BatchCleanupBackoff: cfg.BatchCleanupBackoff, RealtimeKeyNamespace: cfg.RealtimeKeyNamespace,
-		Recorder: broadcaster.NewRecorder(scheme, config.Name),
+		Recorder: eventpace.New(broadcaster.NewRecorder(scheme, config.Name), cfg.EventQPS, cfg.EventBurst,
+			func(t string) { m.KubeEventsDropped.WithLabelValues(t).Inc() }),
 		Reconcile: decision.Config{
 			MaxOutputBytes: cfg.MaxOutputBytes, RealtimeEnabled: cfg.RealtimeEnabled,
 			BatchEnabled: cfg.BatchEnabled, BatchPoll: cfg.BatchPoll, BatchTimeoutUnit: cfg.BatchTimeoutUnit,

@@ -460,13 +460,15 @@ watchNamespace: team-a
 maxOutputBytes: 1048576
 pollInterval: 30s
 workers: 8
+eventQps: 12.5
+eventBurst: 40
 natsUrl: nats://nats.messaging.svc:4222
 podSecurityLevel: baseline
 supervisor: {image: {repository: registry.example.com/supervisor, tag: 9.9.9}, path: /opt/supervisor}
 leaderElection: {leaseDuration: 30s, renewDeadline: 20s, retryPeriod: 4s, id: other-lease}
 `, check: func(t *testing.T, r *rendered) {
 			wantArgs(t, r, ac, "--watch-namespace=team-a", "--max-output-bytes=1048576", "--poll-interval=30s", "--workers=8", "--pod-security-level=baseline",
-				"--nats-url=nats://nats.messaging.svc:4222", "--supervisor-image=registry.example.com/supervisor:9.9.9",
+				"--event-qps=12.5", "--event-burst=40", "--nats-url=nats://nats.messaging.svc:4222", "--supervisor-image=registry.example.com/supervisor:9.9.9",
 				"--supervisor-path=/opt/supervisor", "--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s",
 				"--leader-elect-retry-period=4s", "--leader-election-id=other-lease")
 		}},

@@ -58,6 +58,7 @@ var Inventory = map[string]Metric{
 	"controller_run_events_total":              {Counter, []string{AgentController}},
 	"controller_run_events_dropped_total":      {Counter, []string{AgentController}},
 	"controller_run_sink_failures_total":       {Counter, []string{AgentController}},
+	"controller_kube_events_dropped_total":     {Counter, []string{AgentController}},
 
 	// client-go's work queue and REST client, under controller-runtime's
 	// names: agent-controller and omnia-controllers (which serves no

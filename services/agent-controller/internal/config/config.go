@@ -40,6 +40,10 @@ type Config struct {
 	PollInterval time.Duration
 	// Workers is how many Agents are reconciled at once.
 	Workers int
+	// EventQPS and EventBurst limit the Kubernetes Events the controller
+	// writes, on a client of their own (docs/configuration.md).
+	EventQPS   float64
+	EventBurst int
 	// PageSize is the LIST page size.
 	PageSize int64
 	// SupervisorImage is the run pod's init container image.
@@ -137,6 +141,11 @@ func NewFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 	// burst's runs queue behind each other (docs/benchmarks.md).
 	fs.IntVar(&c.Workers, "workers", controller.DefaultWorkers, "Agents reconciled at once")
 	fs.Int64Var(&c.PageSize, "page-size", 500, "LIST page size")
+	// An Event per transition is a third write per run beside the Job
+	// and the status: on a client of their own, at the kubelet's default
+	// event rate, they leave the rest of the API server's writes to runs.
+	fs.Float64Var(&c.EventQPS, "event-qps", 50, "Kubernetes Events written per second at most, on a client of their own; past 1,000 waiting, Events are dropped and counted")
+	fs.IntVar(&c.EventBurst, "event-burst", 100, "burst of Kubernetes Events above --event-qps")
 	fs.StringVar(&c.SupervisorImage, "supervisor-image", DefaultSupervisorImage(),
 		"image of the run pod's init container, carrying the supervisor bundle; agentplane/supervisor tagged with this binary's version by default")
 	fs.StringVar(&c.SupervisorPath, "supervisor-path", "/supervisor", "path of the supervisor binary inside that image; the init container runs `<path> init`")
@@ -183,6 +192,9 @@ func (c *Config) validate() error {
 	}
 	if c.Workers < 1 {
 		return fmt.Errorf("--workers / WORKERS must be at least 1, got %d", c.Workers)
+	}
+	if c.EventQPS <= 0 || c.EventBurst < 1 {
+		return fmt.Errorf("--event-qps / EVENT_QPS and --event-burst / EVENT_BURST must be positive, got %g and %d", c.EventQPS, c.EventBurst)
 	}
 	if c.BatchPollSeconds <= 0 {
 		return fmt.Errorf("--batch-poll-seconds / BATCH_POLL_SECONDS must be a positive number of seconds, got %g", c.BatchPollSeconds)

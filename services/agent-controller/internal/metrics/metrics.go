@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
@@ -52,6 +53,9 @@ type Metrics struct {
 	RunEvents        *prometheus.CounterVec
 	RunEventsDropped *prometheus.CounterVec
 	RunSinkFailures  prometheus.Counter
+	// KubeEventsDropped counts the Kubernetes Events not written because
+	// too many waited for the event client's rate limit, by type.
+	KubeEventsDropped *prometheus.CounterVec
 
 	// stationsMu guards stations, the Stations the last poll set gauges
 	// for, so the next one removes the series of those gone.
@@ -145,12 +149,17 @@ func New() *Metrics {
 		RunSinkFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "controller_run_sink_failures_total", Help: "Deliveries to recipe sinks that failed in finished run pods, as their supervisor reported them.",
 		}),
+		KubeEventsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "controller_kube_events_dropped_total",
+			Help: "Kubernetes Events about Agents not written because 1,000 already waited for --event-qps, by type (Normal, Warning).",
+		}, []string{"type"}),
 		stations: map[StationKey]bool{},
 	}
 	m.Registry.MustRegister(wq.collectors()...)
 	m.Registry.MustRegister(m.Agents, m.RunsCompleted, m.RunDuration, m.RunQueue, m.RunFailures, m.Resyncs,
 		m.WatchReconnects, m.BatchCleanupFail, m.BatchCleanupGivenUp, m.Reconciles, m.IsLeader, m.Undecodable,
 		m.RunsStarted, m.RunsFinished, m.StationActive, m.StationMax, m.RunEvents, m.RunEventsDropped, m.RunSinkFailures,
+		m.KubeEventsDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series whose label values are a known few start at 0, so that rate()
 	// over them has data from the first scrape rather than from the first
@@ -169,6 +178,9 @@ func New() *Metrics {
 	}
 	for _, p := range []string{PathNATS, PathSink} {
 		m.RunEventsDropped.WithLabelValues(p)
+	}
+	for _, t := range []string{corev1.EventTypeNormal, corev1.EventTypeWarning} {
+		m.KubeEventsDropped.WithLabelValues(t)
 	}
 	return m
 }
