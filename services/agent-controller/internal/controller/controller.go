@@ -20,7 +20,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	kevents "k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/events"
@@ -102,7 +104,7 @@ type Controller struct {
 	jobs     cache.SharedIndexInformer
 	stations cache.SharedIndexInformer
 	defs     cache.SharedIndexInformer
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    priorityqueue.PriorityQueue[string]
 	locks    sync.Map // station key → *sync.Mutex
 	inflight inflight
 
@@ -192,8 +194,10 @@ func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts
 		&agentsv1alpha1.Station{}, 0, cache.Indexers{})
 	ctl.defs = cache.NewSharedIndexInformer(watched(&agentsv1alpha1.AgentDefinition{}, &agentsv1alpha1.AgentDefinitionList{}, agentsv1alpha1.GroupVersion.WithKind("AgentDefinition")),
 		&agentsv1alpha1.AgentDefinition{}, 0, cache.Indexers{})
-	ctl.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "agents", MetricsProvider: m.Workqueue})
+	ctl.queue = priorityqueue.New("agents", func(o *priorityqueue.Opts[string]) {
+		o.RateLimiter = workqueue.DefaultTypedControllerRateLimiter[string]()
+		o.MetricProvider = m.Workqueue
+	})
 	return ctl
 }
 
@@ -213,7 +217,9 @@ func (c *Controller) Healthy() bool { return c.pollFailures.Load() < 3 }
 
 // Run reconciles until ctx ends, then drains and returns.
 func (c *Controller) Run(ctx context.Context) error {
-	defer c.queue.ShutDown()
+	// Once: the priority queue's ShutDown may not be called twice.
+	shutDown := sync.OnceFunc(c.queue.ShutDown)
+	defer shutDown()
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 			c.queue.Add(key)
@@ -288,13 +294,21 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.pollLoop(ctx)
 	}()
 	<-ctx.Done()
-	c.queue.ShutDown()
+	shutDown()
 	wg.Wait()
 	c.notices.Wait()
 	c.synced.Store(false)
 	return nil
 }
 
+// followPriority is the queue priority of a pass a run's Job brought (its
+// end, its deletion, a change a decision reads). Following a run that
+// holds its slot goes ahead of admitting new ones: in a burst, a finished
+// run's Agent follows its Job without waiting behind thousands of
+// admissions, and the slot it frees goes to the next run sooner.
+const followPriority = 1
+
+// enqueueOwner queues the Agent controlling a Job at followPriority.
 func (c *Controller) enqueueOwner(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
@@ -305,7 +319,7 @@ func (c *Controller) enqueueOwner(obj any) {
 	}
 	for _, o := range job.OwnerReferences {
 		if o.Kind == "Agent" && o.Controller != nil && *o.Controller {
-			c.queue.Add(job.Namespace + "/" + o.Name)
+			c.queue.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(followPriority)}, job.Namespace+"/"+o.Name)
 		}
 	}
 }

@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
@@ -61,7 +63,9 @@ func (c *Controller) poll(ctx context.Context) error {
 	// The owners of the Jobs the poll found changed get a pass.
 	owners, jobsErr := c.pollJobs(ctx)
 	counts := map[agentsv1alpha1.AgentPhase]int{}
-	var keys []string
+	// follow: the owners of changed Jobs, at followPriority as the Job
+	// informer queues them; keys: the rest.
+	var follow, keys []string
 	jobs := c.jobs.GetIndexer()
 	for _, obj := range c.agents.GetIndexer().List() {
 		a, ok := obj.(*agentsv1alpha1.Agent)
@@ -80,15 +84,17 @@ func (c *Controller) poll(ctx context.Context) error {
 		}
 		// An Agent cache found behind was refreshed without watch events:
 		// every Agent gets a pass then, as it may hold what was missed.
-		if behind || owners[key] || jobsErr != nil || decision.PollPasses(a, job) {
+		switch {
+		case owners[key]:
+			follow = append(follow, key)
+		case behind || jobsErr != nil || decision.PollPasses(a, job):
 			keys = append(keys, key)
 		}
 	}
 	c.m.SetPhaseCounts(counts)
 	c.m.SetStations(c.stationLoads())
-	for _, k := range keys {
-		c.queue.Add(k)
-	}
+	c.queue.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(followPriority)}, follow...)
+	c.queue.AddWithOpts(priorityqueue.AddOpts{}, keys...)
 	return jobsErr
 }
 
