@@ -294,11 +294,7 @@ func genInputs(r *rand.Rand) Inputs {
 		in.Workspace = ws
 	}
 	// The agent is read from the cache: a stored object.
-	stored, err := pt.Stored(*a)
-	if err != nil {
-		panic(err)
-	}
-	in.Agent = &stored
+	in.Agent = pt.Cached(a)
 	return in
 }
 

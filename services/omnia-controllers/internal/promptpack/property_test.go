@@ -46,9 +46,8 @@ var versionPool = []string{"0.9.0", "1.0.0", "v1.0.0", "1.0.0+b", "1.1.0-rc.1", 
 //     siblings and objects, needs no write and emits no event.
 func TestDecideProperties(t *testing.T) {
 	v := mustValidator(t)
-	counts := pt.Counts{}
 	decide := func(s Snapshot) Decision { return Decide(s, v) }
-	pt.RunDecide(t, genSnapshot, fresh, decide, sameDecision, func(r *rand.Rand, s Snapshot, d Decision) error {
+	pt.RunCounted(t, genSnapshot, fresh, decide, sameDecision, countOutcomes, func(r *rand.Rand, s Snapshot, d Decision) error {
 		if err := checkStatus(s, d); err != nil {
 			return err
 		}
@@ -61,31 +60,34 @@ func TestDecideProperties(t *testing.T) {
 		if next := decide(s3); next.Changed || len(next.Events) > 0 || !equality.Semantic.DeepEqual(next.Status, stored) {
 			return fmt.Errorf("the written status needs another write (events %v): %s", next.Events, pt.Diff(stored, next.Status))
 		}
-		counts.Add("phase " + string(d.Status.Phase))
-		if s.Pack.IsLive() {
-			counts.Add("live")
-		}
-		if len(d.Status.Skills) > 0 {
-			counts.Add("skills listed")
-		}
-		if d.Retry != nil {
-			counts.Add("retry")
-		}
-		if len(d.Events) > 0 {
-			counts.Add("events")
-		}
-		if c := meta.FindStatusCondition(d.Status.Conditions, omniav1.ConditionSuperseded); c != nil && c.Reason == omniav1.ReasonDuplicateVersion {
-			counts.Add("duplicate version")
-		}
-		if !d.Changed {
-			counts.Add("no status write")
-		}
-		if meta.IsStatusConditionTrue(d.Status.Conditions, omniav1.ConditionContentDrifted) {
-			counts.Add("content drifted")
-		}
 		return nil
-	})
-	counts.Require(t, 0.02, "phase Active", "phase Superseded", "phase Failed", "live", "skills listed", "retry", "events", "duplicate version", "no status write", "content drifted")
+	}).Require(t, 0.02, "phase Active", "phase Superseded", "phase Failed", "live", "skills listed", "retry", "events", "duplicate version", "no status write", "content drifted")
+}
+
+// countOutcomes counts what a decision reached, for Require.
+func countOutcomes(c pt.Counts, s Snapshot, d Decision) {
+	c.Add("phase " + string(d.Status.Phase))
+	if s.Pack.IsLive() {
+		c.Add("live")
+	}
+	if len(d.Status.Skills) > 0 {
+		c.Add("skills listed")
+	}
+	if d.Retry != nil {
+		c.Add("retry")
+	}
+	if len(d.Events) > 0 {
+		c.Add("events")
+	}
+	if cond := meta.FindStatusCondition(d.Status.Conditions, omniav1.ConditionSuperseded); cond != nil && cond.Reason == omniav1.ReasonDuplicateVersion {
+		c.Add("duplicate version")
+	}
+	if !d.Changed {
+		c.Add("no status write")
+	}
+	if meta.IsStatusConditionTrue(d.Status.Conditions, omniav1.ConditionContentDrifted) {
+		c.Add("content drifted")
+	}
 }
 
 // fresh copies the pack and its siblings, the parts of a snapshot Decide
@@ -363,11 +365,7 @@ func genSnapshot(r *rand.Rand) Snapshot {
 	if pt.Chance(r, 0.3) {
 		s.Siblings = append(s.Siblings, self) // the list of versions includes the pack itself
 	}
-	stored, err := pt.Stored(self)
-	if err != nil {
-		panic(err)
-	}
-	s.Pack = &stored
+	s.Pack = pt.Cached(&self)
 	return s
 }
 

@@ -3,6 +3,7 @@ package proptest
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -49,6 +50,45 @@ func RunDecide[S, D any](t *testing.T, gen func(*rand.Rand) S, fresh func(S) S, 
 		}
 		return nil
 	})
+}
+
+// RunCounted is RunDecide for a property test that also shows what its
+// generator reached: once every check holds on an input, count adds that
+// input's outcomes to the Counts it returns, for Require. It spares each
+// test the counter it would otherwise declare and close over.
+func RunCounted[S, D any](t *testing.T, gen func(*rand.Rand) S, fresh func(S) S, decide func(S) D, same func(a, b D) bool,
+	count func(c Counts, s S, d D), checks ...func(r *rand.Rand, s S, d D) error) Counts {
+	t.Helper()
+	counts := Counts{}
+	RunDecide(t, gen, fresh, decide, same, append(slices.Clip(checks), func(_ *rand.Rand, s S, d D) error {
+		count(counts, s, d)
+		return nil
+	})...)
+	return counts
+}
+
+// Cached is obj as a reconciler reads it from the cache: stored as the
+// API server stores it (Stored), in a new object. Generators end with it.
+// An object that does not store is a bug of the generator, not of the
+// decision under test, so it panics, and Run names the seed.
+func Cached[T any](obj *T) *T {
+	stored, err := Stored(*obj)
+	if err != nil {
+		panic(err)
+	}
+	return &stored
+}
+
+// Earlier sets a snapshot copied for an earlier pass to that pass: its
+// clock now moves back by up to two hours, in whole seconds, and half
+// the time obj, its own copy of the decided object, goes back one
+// generation (never below the first). A generator decides on it to draw
+// a status an earlier pass left.
+func Earlier(r *rand.Rand, now *metav1.Time, obj metav1.Object) {
+	*now = metav1.NewTime(now.Add(-time.Duration(r.IntN(7200)) * time.Second))
+	if r.IntN(2) == 0 && obj.GetGeneration() > 1 {
+		obj.SetGeneration(obj.GetGeneration() - 1)
+	}
 }
 
 // Written is the status the next pass reads back: the decided one as the

@@ -35,23 +35,23 @@ import (
 //     else Ready), Ready and the capabilities are reported only in phase
 //     Ready, and Retry is set exactly when a named Secret is missing.
 func TestDecideProperties(t *testing.T) {
-	counts := pt.Counts{}
-	pt.RunDecide(t, genSnapshot, fresh, Decide, sameDecision, checkTimer, checkStatus, checkFixedPoint, func(_ *rand.Rand, s Snapshot, d Decision) error {
-		counts.Add("phase " + string(d.Status.Phase))
-		if d.Retry != nil {
-			counts.Add("retry")
-		}
-		if len(d.Events) > 0 {
-			counts.Add("events")
-		}
-		if s.Probe != nil {
-			counts.Add("probed")
-		}
-		counts.AddWrite(d.Changed)
-		return nil
-	})
-	counts.Require(t, 0.02, "phase Ready", "phase Error", "phase Unavailable", "retry", "events", "probed",
-		"status write", "no status write")
+	pt.RunCounted(t, genSnapshot, fresh, Decide, sameDecision, countOutcomes, checkTimer, checkStatus, checkFixedPoint).
+		Require(t, 0.02, "phase Ready", "phase Error", "phase Unavailable", "retry", "events", "probed", "status write", "no status write")
+}
+
+// countOutcomes counts what a decision reached, for Require.
+func countOutcomes(c pt.Counts, s Snapshot, d Decision) {
+	c.Add("phase " + string(d.Status.Phase))
+	if d.Retry != nil {
+		c.Add("retry")
+	}
+	if len(d.Events) > 0 {
+		c.Add("events")
+	}
+	if s.Probe != nil {
+		c.Add("probed")
+	}
+	c.AddWrite(d.Changed)
 }
 
 // checkTimer: the only timer is UnreachableRetry, exactly while the
@@ -303,11 +303,7 @@ func genSnapshot(r *rand.Rand) Snapshot {
 		}
 	}
 	p.Status = genStatus(r, s)
-	stored, err := pt.Stored(*p)
-	if err != nil {
-		panic(err)
-	}
-	s.Provider = &stored
+	s.Provider = pt.Cached(p)
 	return s
 }
 
@@ -338,10 +334,7 @@ func genStatus(r *rand.Rand, s Snapshot) omniav1.ProviderStatus {
 	}
 	prev := s
 	prev.Provider = s.Provider.DeepCopy()
-	prev.Now = metav1.NewTime(s.Now.Add(-time.Duration(r.IntN(7200)) * time.Second))
-	if r.IntN(2) == 0 && prev.Provider.Generation > 1 {
-		prev.Provider.Generation--
-	}
+	pt.Earlier(r, &prev.Now, prev.Provider)
 	if prev.Health != nil && pt.Chance(r, 0.3) {
 		prev.Health = &HealthResult{URL: prev.Health.URL, Err: errors.New("connection refused")}
 	}

@@ -32,22 +32,24 @@ import (
 //     the status differs from the stored one (times aside) or a probe
 //     round ran.
 func TestDecideProperties(t *testing.T) {
-	counts := pt.Counts{}
-	pt.RunDecide(t, genSnapshot, fresh, Decide, sameDecision, checkTimer, checkStatus, checkFixedPoint, func(_ *rand.Rand, s Snapshot, d Decision) error {
-		counts.Add("phase " + string(d.Status.Phase))
-		if Probing(s.Registry) {
-			counts.Add("probing")
+	pt.RunCounted(t, genSnapshot, fresh, Decide, sameDecision, countOutcomes, checkTimer, checkStatus, checkFixedPoint).
+		Require(t, 0.02, "phase Ready", "phase Degraded", "phase Failed", "probing", "status write", "no status write",
+			"HandlersValid False", "PolicyBound False", "SandboxesValid False", "SandboxConnectionsValid False")
+}
+
+// countOutcomes counts what a decision reached, for Require: its phase,
+// probing, the status write and each condition it left False.
+func countOutcomes(c pt.Counts, s Snapshot, d Decision) {
+	c.Add("phase " + string(d.Status.Phase))
+	if Probing(s.Registry) {
+		c.Add("probing")
+	}
+	c.AddWrite(d.Changed)
+	for _, cond := range d.Status.Conditions {
+		if cond.Status == metav1.ConditionFalse {
+			c.Add(cond.Type + " False")
 		}
-		counts.AddWrite(d.Changed)
-		for _, c := range d.Status.Conditions {
-			if c.Status == metav1.ConditionFalse {
-				counts.Add(c.Type + " False")
-			}
-		}
-		return nil
-	})
-	counts.Require(t, 0.02, "phase Ready", "phase Degraded", "phase Failed", "probing", "status write",
-		"no status write", "HandlersValid False", "PolicyBound False", "SandboxesValid False", "SandboxConnectionsValid False")
+	}
 }
 
 // checkTimer: a timer only while probing, never under MinProbeInterval.
@@ -229,11 +231,7 @@ func genSnapshot(r *rand.Rand) Snapshot {
 		}
 	}
 	tr.Status = genStatus(r, s)
-	tr2, err := pt.Stored(*tr)
-	if err != nil {
-		panic(err)
-	}
-	s.Registry = &tr2
+	s.Registry = pt.Cached(tr)
 	return s
 }
 
@@ -361,10 +359,7 @@ func genStatus(r *rand.Rand, s Snapshot) omniav1.ToolRegistryStatus {
 	}
 	prev := s
 	prev.Registry = s.Registry.DeepCopy()
-	prev.Now = metav1.NewTime(s.Now.Add(-time.Duration(r.IntN(7200)) * time.Second))
-	if r.IntN(2) == 0 && prev.Registry.Generation > 1 {
-		prev.Registry.Generation--
-	}
+	pt.Earlier(r, &prev.Now, prev.Registry)
 	if prev.Probes != nil && pt.Chance(r, 0.3) {
 		prev.Probes = map[string]error{}
 	}

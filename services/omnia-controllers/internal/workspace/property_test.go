@@ -209,10 +209,6 @@ func genWorld(r *rand.Rand) *world {
 		}
 		w.ws.Status = Decide(prev).Status
 	}
-	st, err := pt.Stored(*w.ws)
-	if err != nil {
-		panic(err)
-	}
-	w.ws = &st
+	w.ws = pt.Cached(w.ws)
 	return w
 }
