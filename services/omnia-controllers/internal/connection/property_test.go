@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -46,9 +45,9 @@ func fresh(s Snapshot) Snapshot {
 
 func checkDecision(s Snapshot, d Decision) error {
 	c, st := s.Connection, d.Status
-	ready := meta.FindStatusCondition(st.Conditions, omniav1.ConditionReady)
-	if ready == nil || ready.ObservedGeneration != c.Generation || st.ObservedGeneration != c.Generation {
-		return fmt.Errorf("Ready = %+v, observedGeneration %d; want both for generation %d", ready, st.ObservedGeneration, c.Generation)
+	ready, err := pt.ReadyFor(st.Conditions, st.ObservedGeneration, c.Generation)
+	if err != nil {
+		return err
 	}
 	if (st.Phase == omniav1.ConnectionPhaseReady) != (ready.Status == metav1.ConditionTrue) || st.Phase == omniav1.ConnectionPhasePending {
 		return fmt.Errorf("phase %s with Ready %s", st.Phase, ready.Status)

@@ -1,6 +1,7 @@
 package proptest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -36,6 +37,18 @@ func (w ReadyWant[P]) Check(t testing.TB, phase P, observed int64, conds []metav
 	if c == nil || c.Status != want || c.Reason != w.Reason || !strings.Contains(c.Message, w.Msg) || c.ObservedGeneration != w.Gen {
 		t.Fatalf("Ready = %+v; want %s/%s containing %q for generation %d", c, want, w.Reason, w.Msg, w.Gen)
 	}
+}
+
+// ReadyFor returns the Ready condition of a decided status, and an error
+// unless both it and the status (observed, its observedGeneration) were
+// written for the object's generation gen: what every status-only
+// decision promises first, whatever it decided.
+func ReadyFor(conds []metav1.Condition, observed, gen int64) (*metav1.Condition, error) {
+	c := meta.FindStatusCondition(conds, omniav1.ConditionReady)
+	if c == nil || c.ObservedGeneration != gen || observed != gen {
+		return c, fmt.Errorf("Ready = %+v, observedGeneration %d; want both for generation %d", c, observed, gen)
+	}
+	return c, nil
 }
 
 // ReadyReason is the outcome of a kind whose Ready reason says what was

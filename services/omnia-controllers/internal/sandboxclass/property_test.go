@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -48,9 +47,9 @@ func fresh(s Snapshot) Snapshot {
 
 func checkDecision(s Snapshot, d Decision) error {
 	c, st := s.Class, d.Status
-	ready := meta.FindStatusCondition(st.Conditions, omniav1.ConditionReady)
-	if ready == nil || ready.ObservedGeneration != c.Generation || st.ObservedGeneration != c.Generation {
-		return fmt.Errorf("Ready = %+v, observedGeneration %d; want both for generation %d", ready, st.ObservedGeneration, c.Generation)
+	ready, err := pt.ReadyFor(st.Conditions, st.ObservedGeneration, c.Generation)
+	if err != nil {
+		return err
 	}
 	missing := c.Spec.RuntimeClassName != nil && s.RuntimeClass == nil
 	for _, ref := range c.Spec.AllowedConnections {

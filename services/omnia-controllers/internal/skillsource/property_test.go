@@ -53,9 +53,9 @@ func fresh(s Snapshot) Snapshot {
 
 func checkStatus(s Snapshot, d Decision) error {
 	st := d.Status
-	c := meta.FindStatusCondition(st.Conditions, omniav1.ConditionReady)
-	if c == nil || c.ObservedGeneration != s.Source.Generation || st.ObservedGeneration != s.Source.Generation {
-		return fmt.Errorf("Ready = %+v, observedGeneration %d; want both for generation %d", c, st.ObservedGeneration, s.Source.Generation)
+	c, err := pt.ReadyFor(st.Conditions, st.ObservedGeneration, s.Source.Generation)
+	if err != nil {
+		return err
 	}
 	switch st.Phase {
 	case omniav1.SkillSourcePhaseReady:
