@@ -42,9 +42,7 @@ func conditionSays(ns, name, typ string, status metav1.ConditionStatus, reason, 
 // failure, after applying the Deployment and Service, and returns the
 // error for a retry with backoff.
 func TestHPAWriteFailureIsRecorded(t *testing.T) {
-	ns := env.Namespace(t)
-	ctx := context.Background()
-	c := ctrltest.StartManager(t, env)
+	ns, ctx, c := ctrltest.ByHand(t, env)
 	readyInputs(t, ns)
 	mustCreate(t, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 		a.Spec.Runtime = &omniav1.RuntimeConfig{Autoscaling: &omniav1.AutoscalingConfig{Enabled: true, MaxReplicas: ptr(int32(4))}}
@@ -85,9 +83,7 @@ func TestHPAWriteFailureIsRecorded(t *testing.T) {
 // failure, and the error is returned for a retry; the foreign Deployment
 // is left alone.
 func TestRolloutFailureStillAppliesStable(t *testing.T) {
-	ns := env.Namespace(t)
-	ctx := context.Background()
-	c := ctrltest.StartManager(t, env)
+	ns, ctx, c := ctrltest.ByHand(t, env)
 	readyInputs(t, ns)
 	cm2, p2 := packObjects(ns, "support-v2", "1.1.0", validPack)
 	mustCreate(t, cm2, p2)

@@ -28,9 +28,7 @@ import (
 // Deployment of the same name that the agent does not own is left alone
 // (DeploymentReady False, error so the conflict is retried).
 func TestBuildGuards(t *testing.T) {
-	ns := env.Namespace(t)
-	ctx := context.Background()
-	c := ctrltest.StartManager(t, env)
+	ns, ctx, c := ctrltest.ByHand(t, env)
 	r := &Reconciler{Client: c, Config: testConfig}
 	readyInputs(t, ns)
 	mustCreate(t,
@@ -122,9 +120,7 @@ func failsWith(fragment string) func(error) error {
 // cache had not yet seen the object the previous pass created) is a
 // conflict to retry, not a refusal: the agent is not marked Failed.
 func TestStaleCacheCreateIsRetried(t *testing.T) {
-	ns := env.Namespace(t)
-	ctx := context.Background()
-	c := ctrltest.StartManager(t, env)
+	ns, ctx, c := ctrltest.ByHand(t, env)
 	readyInputs(t, ns)
 	mustCreate(t, newAgent(ns, "agent", nil))
 	r := &Reconciler{Client: c, Config: testConfig}
@@ -218,9 +214,7 @@ func TestFinalizerKeepsOtherFinalizers(t *testing.T) {
 // names it, the error is returned for a retry, the HPA is left as it was
 // and the rest of the agent is still built.
 func TestForeignHPAIsRefused(t *testing.T) {
-	ns := env.Namespace(t)
-	ctx := context.Background()
-	c := ctrltest.StartManager(t, env)
+	ns, ctx, c := ctrltest.ByHand(t, env)
 	readyInputs(t, ns)
 	foreign := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns}, Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "someone-else"},

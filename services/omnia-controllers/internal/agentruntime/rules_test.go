@@ -33,9 +33,7 @@ import (
 // clears, the same pass succeeds with an empty Result (no timer, no
 // requeue), so only controller-runtime's backoff brought it back.
 func TestTransientAPIFailureIsReturned(t *testing.T) {
-	ns := env.Namespace(t)
-	ctx := context.Background()
-	c := ctrltest.StartManager(t, env) // cache and indexes only
+	ns, ctx, c := ctrltest.ByHand(t, env) // cache and indexes only
 	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "llm-key", Namespace: ns, Labels: map[string]string{omniav1.LabelType: omniav1.LabelTypeCredentials}}, Data: map[string][]byte{"api-key": []byte("k")}}
 	prov := mockProvider(ns, "llm")

@@ -160,9 +160,7 @@ func TestSecretValueNeverShown(t *testing.T) {
 // successful pass asks for no timer; a pass reads only the Connection and
 // its Secret.
 func TestTransientAPIFailureIsReturned(t *testing.T) {
-	ns := env.Namespace(t)
-	ctx := context.Background()
-	c := ctrltest.StartManager(t, env) // cache and indexes only
+	ns, ctx, c := ctrltest.ByHand(t, env) // cache and indexes only
 	create(t, credentials(ns, "gh", map[string]string{"token": secretValue}))
 	for i, fail := range []string{ctrltest.Call("get", &corev1.Secret{}), ctrltest.Call("status", &omniav1.Connection{}), ""} {
 		name := fmt.Sprintf("conn-%d", i)

@@ -33,6 +33,15 @@ var quietLogs sync.Once
 // Setup wires one controller into a manager.
 type Setup func(mgr ctrl.Manager) error
 
+// ByHand starts a test that makes its passes itself: it returns a
+// namespace of the test's own, the context of its calls, and the cached
+// client of a manager that runs no controller (StartManager with none),
+// so no pass runs but the test's.
+func ByHand(t testing.TB, env *testenv.Env) (ns string, ctx context.Context, c client.Client) {
+	t.Helper()
+	return env.Namespace(t), context.Background(), StartManager(t, env)
+}
+
 // StartManager runs a manager with the shared field indexes and the given
 // controllers until the test ends, and returns its cached client.
 func StartManager(t testing.TB, env *testenv.Env, setups ...Setup) client.Client {

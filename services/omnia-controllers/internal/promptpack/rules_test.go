@@ -20,9 +20,7 @@ import (
 // a PromptPack pass; and success is not requeued: once the failure clears
 // the pass succeeds with an empty Result.
 func TestTransientAPIFailureIsReturned(t *testing.T) {
-	ns := env.Namespace(t)
-	ctx := context.Background()
-	c := ctrltest.StartManager(t, env) // cache and indexes only
+	ns, ctx, c := ctrltest.ByHand(t, env) // cache and indexes only
 	cases := []ctrltest.Failure{
 		{Name: "reading the ConfigMap fails", Fail: ctrltest.Call("get", &corev1.ConfigMap{})},
 		{Name: "listing the sibling versions fails", Fail: ctrltest.Call("list", &omniav1.PromptPackList{})},

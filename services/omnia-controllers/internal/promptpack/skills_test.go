@@ -256,9 +256,7 @@ func (s swallowErrors) Reconcile(ctx context.Context, req reconcile.Request) (re
 // controller-runtime retries with backoff, as every missing reference
 // is (docs/omnia-controllers.md); a failure to read it is returned too.
 func TestMissingSkillSourceIsRetried(t *testing.T) {
-	ns := env.Namespace(t)
-	c := ctrltest.StartManager(t, env) // cache and indexes only
-	ctx := context.Background()
+	ns, ctx, c := ctrltest.ByHand(t, env) // cache and indexes only
 	cfg := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a-cm", Namespace: ns}, Data: map[string]string{omniav1.PackJSONKey: validPack}}
 	if err := env.Client.Create(ctx, cfg); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -21,9 +20,7 @@ import (
 // for no timer (the 30 s recheck exists only while an endpoint is
 // unreachable).
 func TestTransientAPIFailureIsReturned(t *testing.T) {
-	ns := env.Namespace(t)
-	ctx := context.Background()
-	c := ctrltest.StartManager(t, env) // cache only
+	ns, ctx, c := ctrltest.ByHand(t, env) // cache only
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "key", Namespace: ns, Labels: map[string]string{omniav1.LabelType: omniav1.LabelTypeCredentials}}, Data: map[string][]byte{"api-key": []byte("k")}}
 	if err := env.Client.Create(ctx, sec); err != nil {
 		t.Fatal(err)

@@ -22,9 +22,7 @@ import (
 // the only kinds a pass reads are the registry and the ToolPolicies,
 // SandboxClasses and Connections its conditions are judged against.
 func TestTransientAPIFailureIsReturned(t *testing.T) {
-	ns := env.Namespace(t)
-	ctx := context.Background()
-	c := ctrltest.StartManager(t, env) // cache and indexes only
+	ns, ctx, c := ctrltest.ByHand(t, env) // cache and indexes only
 	allowed := map[string]bool{
 		ctrltest.Call("get", &omniav1.ToolRegistry{}):    true,
 		ctrltest.Call("list", &omniav1.ToolPolicyList{}): true,
