@@ -160,6 +160,33 @@ func roToV110() *omniav1.CandidateOverrides {
 	return &omniav1.CandidateOverrides{PromptPackRef: &omniav1.PromptPackRef{Name: "support", Version: ptr("1.1.0")}}
 }
 
+// roHeld is a rollout to 1.1.0 that sets the candidate's weight and then
+// holds it there with an indefinite pause, its traffic routed by mode (no
+// traffic routing when mode is ""): the rollout the tests of a candidate
+// that stays up start from.
+func roHeld(weight int32, mode omniav1.TrafficRoutingMode) *omniav1.RolloutConfig {
+	ro := &omniav1.RolloutConfig{Candidate: roToV110(), Steps: []omniav1.RolloutStep{{SetWeight: ptr(weight)}, {Pause: &omniav1.RolloutPause{}}}}
+	if mode != "" {
+		ro.TrafficRouting = &omniav1.TrafficRoutingConfig{Mode: mode}
+	}
+	return ro
+}
+
+// roEnded is an Eventually condition: the rollout has ended (no candidate
+// Deployment is left) and the stable Deployment passes check.
+func roEnded(ns string, check func(stable *appsv1.Deployment) error) func() error {
+	return func() error {
+		if err := roNoCandidate(ns); err != nil {
+			return err
+		}
+		s, err := roDeployment(ns, "agent")
+		if err != nil {
+			return err
+		}
+		return check(s)
+	}
+}
+
 func roDeployment(ns, name string) (*appsv1.Deployment, error) {
 	d := &appsv1.Deployment{}
 	return d, env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, d)
@@ -383,19 +410,12 @@ func TestRolloutCanaryPromotes(t *testing.T) {
 		return roCondition(a, omniav1.ConditionRolloutActive, metav1.ConditionFalse, omniav1.ReasonNoActiveRollout)
 	}))
 	ctrltest.Eventually(t, wait, rolloutEvent(ns, corev1.EventTypeNormal, omniav1.EventRolloutPromoted))
-	ctrltest.Eventually(t, wait, func() error {
-		if err := roNoCandidate(ns); err != nil {
-			return err
-		}
-		s, err := roDeployment(ns, "agent")
-		if err != nil {
-			return err
-		}
+	ctrltest.Eventually(t, wait, roEnded(ns, func(s *appsv1.Deployment) error {
 		if roReplicas(s) != 2 || roEnv(s, "OMNIA_PROMPTPACK_VERSION") != "1.1.0" {
 			return fmt.Errorf("stable replicas %d version %q", roReplicas(s), roEnv(s, "OMNIA_PROMPTPACK_VERSION"))
 		}
 		return nil
-	})
+	}))
 }
 
 // roAnalysisAgent is rolloutAgent with a candidate and the steps setWeight
@@ -489,19 +509,12 @@ func TestRolloutAnalysisFailureRollsBack(t *testing.T) {
 		return roCondition(a, omniav1.ConditionRolloutActive, metav1.ConditionFalse, omniav1.ReasonNoActiveRollout)
 	}))
 	ctrltest.Eventually(t, wait, rolloutEvent(ns, corev1.EventTypeWarning, omniav1.EventRolloutRolledBack))
-	ctrltest.Eventually(t, wait, func() error {
-		if err := roNoCandidate(ns); err != nil {
-			return err
-		}
-		s, err := roDeployment(ns, "agent")
-		if err != nil {
-			return err
-		}
+	ctrltest.Eventually(t, wait, roEnded(ns, func(s *appsv1.Deployment) error {
 		if roReplicas(s) != 2 {
 			return fmt.Errorf("stable replicas %d, want 2 again", roReplicas(s))
 		}
 		return nil
-	})
+	}))
 	rolledBackOnce := func() error {
 		if got := finished(metrics.ResultRolledBack) - rolledBack; got != 1 {
 			return fmt.Errorf("rolled_back rose by %v, want 1", got)
@@ -573,11 +586,7 @@ func TestRolloutVersionTrigger(t *testing.T) {
 // runs replica-weighted, reports TrafficRouting=False/Degraded and emits a
 // Warning TrafficRoutingDegraded.
 func TestRolloutMeshDegrades(t *testing.T) {
-	ns := startRolloutAgent(t, &omniav1.RolloutConfig{
-		Candidate:      roToV110(),
-		Steps:          []omniav1.RolloutStep{{SetWeight: ptr(int32(100))}, {Pause: &omniav1.RolloutPause{}}},
-		TrafficRouting: &omniav1.TrafficRoutingConfig{Mode: omniav1.TrafficRoutingMesh},
-	})
+	ns := startRolloutAgent(t, roHeld(100, omniav1.TrafficRoutingMesh))
 	ctrltest.Eventually(t, wait, rolloutIs(ns, func(a *omniav1.AgentRuntime) error {
 		ro := a.Status.Rollout
 		if ro == nil || ro.TrafficRoutingMode != omniav1.TrafficRoutingReplicaWeighted || ro.TrafficWeightEnforced {
@@ -621,11 +630,9 @@ func TestRolloutCandidateMissingPack(t *testing.T) {
 // Deployment controller would after ten minutes) is rolled back, while a
 // candidate that is merely not ready yet was left running.
 func TestRolloutUnhealthyCandidateRollsBack(t *testing.T) {
-	ns := startRolloutAgent(t, &omniav1.RolloutConfig{
-		Candidate: roToV110(),
-		Steps:     []omniav1.RolloutStep{{SetWeight: ptr(int32(50))}, {Pause: &omniav1.RolloutPause{}}},
-		Rollback:  &omniav1.RollbackConfig{Mode: omniav1.RollbackAutomatic},
-	})
+	ro := roHeld(50, "")
+	ro.Rollback = &omniav1.RollbackConfig{Mode: omniav1.RollbackAutomatic}
+	ns := startRolloutAgent(t, ro)
 	ctrltest.Eventually(t, wait, func() error {
 		c, err := roDeployment(ns, "agent"+CandidateSuffix)
 		if err != nil {

@@ -285,8 +285,7 @@ func TestSkillsReachThePod(t *testing.T) {
 // one those of its own.
 func TestCandidateGetsItsOwnSkills(t *testing.T) {
 	s := readySnapshot(func(a *omniav1.AgentRuntime) {
-		a.Spec.Rollout = &omniav1.RolloutConfig{Candidate: roToV110(), Steps: []omniav1.RolloutStep{{SetWeight: ptr(int32(50))}, {Pause: &omniav1.RolloutPause{}}},
-			TrafficRouting: &omniav1.TrafficRoutingConfig{Mode: omniav1.TrafficRoutingReplicaWeighted}}
+		a.Spec.Rollout = roHeld(50, omniav1.TrafficRoutingReplicaWeighted)
 	})
 	srcs := sources(skillSource("faq", "sha256:1", "returns", "refunds"))
 	packs := []omniav1.PromptPack{skilled(ppack("support-v1", "1.0.0", omniav1.PromptPackPhaseActive), "faq/returns"),

@@ -401,8 +401,7 @@ func TestDecideCandidateToolsConfigMap(t *testing.T) {
 	canary := func(a *omniav1.AgentRuntime) {
 		a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "tools"}
 		// An indefinite pause holds the rollout at 50%.
-		a.Spec.Rollout = &omniav1.RolloutConfig{Candidate: roToV110(), Steps: []omniav1.RolloutStep{{SetWeight: ptr(int32(50))}, {Pause: &omniav1.RolloutPause{}}},
-			TrafficRouting: &omniav1.TrafficRoutingConfig{Mode: omniav1.TrafficRoutingReplicaWeighted}}
+		a.Spec.Rollout = roHeld(50, omniav1.TrafficRoutingReplicaWeighted)
 	}
 	rolling := func(candReg *omniav1.ToolRegistry) func() snapshot {
 		return func() snapshot {
