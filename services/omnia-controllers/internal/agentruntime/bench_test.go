@@ -56,8 +56,7 @@ func TestBench200AgentRuntimes(t *testing.T) {
 	ns := env.Namespace(t)
 	counter := startAllWith(t, Config{RuntimeImage: "agentplane/stand-in-runtime:bench", RuntimeCommand: []string{"/bin/sleep", "3600"},
 		FacadeImage: "agentplane/stand-in-runtime:bench", FacadeCommand: []string{"/bin/sleep", "3600"}})
-	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"))
+	createWithInputs(t, ns)
 
 	ctx := context.Background()
 	start := time.Now()

@@ -26,8 +26,7 @@ import (
 func TestFlowToRunning(t *testing.T) {
 	ns := env.Namespace(t)
 	startAll(t)
-	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+	createWithInputs(t, ns, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 		a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "absent"}
 	}))
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhasePending, omniav1.ConditionReady, omniav1.ReasonRuntimeNotReady))
@@ -78,8 +77,7 @@ func TestTemplateStableAcrossUnrelatedReconciles(t *testing.T) {
 	ns := env.Namespace(t)
 	counter := startAll(t)
 	ctx := context.Background()
-	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"), clientRegistry(ns, "tools", "ask"))
+	createWithInputs(t, ns, clientRegistry(ns, "tools", "ask"))
 	// The inputs exist before the agent does: once the pack has been
 	// validated, the informers have long seen the registry too.
 	ctrltest.Eventually(t, wait, func() error {
@@ -92,9 +90,7 @@ func TestTemplateStableAcrossUnrelatedReconciles(t *testing.T) {
 		}
 		return nil
 	})
-	mustCreate(t, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
-		a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "tools"}
-	}))
+	mustCreate(t, toolsAgent(ns))
 	ctrltest.Eventually(t, wait, func() error {
 		if n := len(replicaSets(t, ns, "agent")); n != 1 {
 			return fmt.Errorf("%d ReplicaSets", n)
@@ -205,8 +201,7 @@ func TestAutoscaling(t *testing.T) {
 	ns := env.Namespace(t)
 	startAll(t)
 	ctx := context.Background()
-	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+	createWithInputs(t, ns, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 		a.Spec.Runtime = &omniav1.RuntimeConfig{Autoscaling: &omniav1.AutoscalingConfig{Enabled: true, MaxReplicas: ptr(int32(4))}}
 	}))
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{}

@@ -119,8 +119,7 @@ func TestFacadeAccessAndBudgetAreOwned(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
 	startAll(t)
-	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", nil))
+	createWithInputs(t, ns, newAgent(ns, "agent", nil))
 	key := types.NamespacedName{Namespace: ns, Name: FacadeRBACName("agent")}
 	owned := func(obj client.Object) func() error {
 		return func() error {

@@ -89,6 +89,28 @@ func mustCreate(t *testing.T, objs ...client.Object) {
 }
 
 // packObjects returns a ConfigMap and a PromptPack version of "support".
+// createWithInputs creates in ns what most agents of these tests read,
+// the pack support-v1 (validPack as version 1.0.0, with its ConfigMap)
+// and the mock Provider llm, and then objs, in that order.
+func createWithInputs(t *testing.T, ns string, objs ...client.Object) {
+	t.Helper()
+	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
+	mustCreate(t, append([]client.Object{cm, pack, mockProvider(ns, "llm")}, objs...)...)
+}
+
+// toolsRegistry is the ToolRegistry "tools" of ns with handlers.
+func toolsRegistry(ns string, handlers ...omniav1.HandlerDefinition) *omniav1.ToolRegistry {
+	return &omniav1.ToolRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tools", Namespace: ns},
+		Spec: omniav1.ToolRegistrySpec{Handlers: handlers}}
+}
+
+// toolsAgent is the agent "agent" of ns with the ToolRegistry "tools".
+func toolsAgent(ns string) *omniav1.AgentRuntime {
+	return newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+		a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "tools"}
+	})
+}
+
 func packObjects(ns, name, version, content string) (*corev1.ConfigMap, *omniav1.PromptPack) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{omniav1.PackJSONKey: content}}
 	p := &omniav1.PromptPack{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: omniav1.PromptPackSpec{

@@ -185,8 +185,7 @@ func replicasAre(ns, name string, want int32) func() error {
 // activity was at the clock's time, and waits for its Deployment.
 func idleAgent(t *testing.T, ns string, clock *testClock, mut func(*omniav1.AgentRuntime)) {
 	t.Helper()
-	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+	createWithInputs(t, ns, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 		a.Spec.IdleTimeout = &metav1.Duration{Duration: 10 * time.Minute}
 		if mut != nil {
 			mut(a)
@@ -382,8 +381,7 @@ func TestIdleWakeUnderWorkspaceHPA(t *testing.T) {
 	}}
 	mustCreate(t, ws)
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), ws) })
-	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+	createWithInputs(t, ns, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 		a.Spec.IdleTimeout = &metav1.Duration{Duration: 10 * time.Minute}
 	}))
 	key := types.NamespacedName{Namespace: ns, Name: "agent"}

@@ -56,8 +56,7 @@ func newTestIssuer(t *testing.T) *testIssuer {
 func oidcAgent(t *testing.T, ns string, clock *testClock, is *testIssuer) *results {
 	t.Helper()
 	res := startTimed(t, clock, func(r *Reconciler) { r.JWKSFetcher = &oidc.Fetcher{HTTP: is.srv.Client()} })
-	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+	createWithInputs(t, ns, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 		a.Spec.ExternalAuth = &omniav1.ExternalAuthConfig{OIDC: &omniav1.OIDCAuth{Issuer: is.srv.URL + "/", Audience: "agents"}}
 	}))
 	return res

@@ -283,8 +283,7 @@ func TestOwnedObjectEditsAreReverted(t *testing.T) {
 			},
 		})
 	})
-	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+	createWithInputs(t, ns, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 		withVolumes(a)
 		a.Spec.Runtime.Autoscaling = &omniav1.AutoscalingConfig{Enabled: true, MaxReplicas: ptr(int32(3))}
 	}))

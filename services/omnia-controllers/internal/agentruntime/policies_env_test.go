@@ -27,8 +27,7 @@ func TestSessionPolicyReachesPodsThroughWatch(t *testing.T) {
 	ns := env.Namespace(t)
 	passes := startAll(t)
 	ctx := context.Background()
-	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"),
+	createWithInputs(t, ns,
 		newAgent(ns, "agent", func(a *omniav1.AgentRuntime) { a.Labels = map[string]string{"team": "a"} }))
 	key := types.NamespacedName{Namespace: ns, Name: "agent"}
 	template := func(ttl string) func() error { // ttl "": no policy env

@@ -41,12 +41,7 @@ func TestToolsConfigMapReachesThePod(t *testing.T) {
 	ns := env.Namespace(t)
 	counter := startAll(t)
 	ctx := context.Background()
-	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	reg := &omniav1.ToolRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tools", Namespace: ns},
-		Spec: omniav1.ToolRegistrySpec{Handlers: []omniav1.HandlerDefinition{httpHandler("weather", "Weather by city")}}}
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"), reg, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
-		a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "tools"}
-	}))
+	createWithInputs(t, ns, toolsRegistry(ns, httpHandler("weather", "Weather by city")), toolsAgent(ns))
 	key := types.NamespacedName{Namespace: ns, Name: "agent"}
 
 	// 1. Created, owned, mounted.
@@ -177,13 +172,8 @@ func TestToolPolicyAndSecretWatches(t *testing.T) {
 	ns := env.Namespace(t)
 	startAll(t)
 	ctx := context.Background()
-	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "wx-token", Namespace: ns}, Data: map[string][]byte{"token": []byte("v")}}
-	reg := &omniav1.ToolRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tools", Namespace: ns},
-		Spec: omniav1.ToolRegistrySpec{Handlers: []omniav1.HandlerDefinition{bearer(httpHandler("weather", "w"), "wx-token", nil), mcpHandler("docs")}}}
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"), sec, reg, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
-		a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "tools"}
-	}))
+	createWithInputs(t, ns, sec, toolsRegistry(ns, bearer(httpHandler("weather", "w"), "wx-token", nil), mcpHandler("docs")), toolsAgent(ns))
 	ctrltest.Eventually(t, wait, func() error {
 		a := mustAgent(t, ns, "agent")
 		if err := ctrltest.PhaseReason(a.Status.Phase, a.Status.Conditions, a.Status.Phase, omniav1.ConditionToolSecretsReady, omniav1.ReasonToolSecretNotUsable); err != nil {
@@ -238,12 +228,7 @@ func TestToolPolicyWatchAloneUpdatesTools(t *testing.T) {
 	ns := env.Namespace(t)
 	counter := startAll(t)
 	ctx := context.Background()
-	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	reg := &omniav1.ToolRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tools", Namespace: ns},
-		Spec: omniav1.ToolRegistrySpec{Handlers: []omniav1.HandlerDefinition{httpHandler("weather", "w")}}}
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"), reg, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
-		a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "tools"}
-	}))
+	createWithInputs(t, ns, toolsRegistry(ns, httpHandler("weather", "w")), toolsAgent(ns))
 	key := types.NamespacedName{Namespace: ns, Name: "agent"}
 	ctrltest.Eventually(t, wait, func() error {
 		if c := toolsCM(t, ns, "agent"); c == nil || !strings.Contains(c.Data[omniav1.ToolsJSONKey], `"policies":[]`) {

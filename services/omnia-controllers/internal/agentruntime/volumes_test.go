@@ -114,8 +114,7 @@ func TestVolumesReachTheDeployment(t *testing.T) {
 	ns := env.Namespace(t)
 	startAll(t)
 	ctx := context.Background()
-	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", withVolumes),
+	createWithInputs(t, ns, newAgent(ns, "agent", withVolumes),
 		newAgent(ns, "broken", func(a *omniav1.AgentRuntime) {
 			withVolumes(a)
 			a.Spec.Runtime.VolumeMounts[0].Name = "absent"

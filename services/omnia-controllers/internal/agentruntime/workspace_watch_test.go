@@ -35,8 +35,7 @@ func TestWorkspaceReachesAgentThroughWatch(t *testing.T) {
 	ns := env.Namespace(t)
 	probe := startWithProbe(t, ns)
 	ctx := context.Background()
-	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"),
+	createWithInputs(t, ns,
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "team-sa", Namespace: ns}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "team-sa-2", Namespace: ns}},
 		newAgent(ns, "agent", nil))
