@@ -11,13 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/proptest"
 )
 
 const validPack = `{"id":"support","name":"Support","version":"1.0.0",
  "template_engine":{"version":"v1","syntax":"{{variable}}"},
  "prompts":{"default":{"id":"default","name":"Default","version":"1.0.0","system_template":"You help."}}}`
 
-var t0 = metav1.NewTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+var t0 = metav1.NewTime(proptest.Epoch)
 
 func mustValidator(t *testing.T) *SchemaValidator {
 	t.Helper()

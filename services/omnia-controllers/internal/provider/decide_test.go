@@ -11,9 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/proptest"
 )
 
-var t0 = metav1.NewTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+var t0 = metav1.NewTime(proptest.Epoch)
 
 func prov(typ omniav1.ProviderType, mut func(*omniav1.ProviderSpec)) *omniav1.Provider {
 	p := &omniav1.Provider{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Generation: 1},

@@ -2,7 +2,6 @@ package sandboxclass
 
 import (
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -13,7 +12,7 @@ import (
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/proptest"
 )
 
-var t0 = metav1.NewTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+var t0 = metav1.NewTime(proptest.Epoch)
 
 func class(gen int64, runtime string, conns ...string) *omniav1.SandboxClass {
 	c := &omniav1.SandboxClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor", Namespace: "ns", Generation: gen},

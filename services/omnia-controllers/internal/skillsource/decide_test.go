@@ -11,7 +11,7 @@ import (
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/proptest"
 )
 
-var t0 = metav1.NewTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+var t0 = metav1.NewTime(proptest.Epoch)
 
 func source(gen int64) *omniav1.SkillSource {
 	return &omniav1.SkillSource{

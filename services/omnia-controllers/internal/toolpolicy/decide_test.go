@@ -3,15 +3,15 @@ package toolpolicy
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/proptest"
 )
 
-var t0 = metav1.NewTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+var t0 = metav1.NewTime(proptest.Epoch)
 
 func rule(name, expr string) omniav1.ToolPolicyRule {
 	return omniav1.ToolPolicyRule{Name: name, Deny: omniav1.ToolPolicyDeny{CEL: expr, Message: "refused"}}

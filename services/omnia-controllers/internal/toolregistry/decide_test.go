@@ -11,9 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/proptest"
 )
 
-var t0 = metav1.NewTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+var t0 = metav1.NewTime(proptest.Epoch)
 
 func tool(name string) *omniav1.ToolDefinition {
 	return &omniav1.ToolDefinition{Name: name, Description: "does " + name, InputSchema: apiextensionsv1.JSON{Raw: []byte(`{"type":"object"}`)}}

@@ -10,9 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/proptest"
 )
 
-var t0 = metav1.NewTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+var t0 = metav1.NewTime(proptest.Epoch)
 
 func ws(name, ns string) *omniav1.Workspace {
 	return &omniav1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 2},
