@@ -32,16 +32,26 @@ func toolsCM(t *testing.T, ns, agent string) *corev1.ConfigMap {
 	return cm
 }
 
+// startWeatherAgent starts every controller (startAll) and creates, in a
+// namespace of the test's own, the agent "agent" with the ToolRegistry
+// "tools" of one http handler, weather, described desc; it returns the
+// namespace and the AgentRuntime passes.
+func startWeatherAgent(t *testing.T, desc string) (string, *ctrltest.Counter) {
+	t.Helper()
+	ns := env.Namespace(t)
+	counter := startAll(t)
+	createWithInputs(t, ns, toolsRegistry(ns, httpHandler("weather", desc)), toolsAgent(ns))
+	return ns, counter
+}
+
 // TestToolsConfigMapReachesThePod, against a real API server: the agent's
 // tools ConfigMap is created, owned and mounted; a handler change rolls
 // the pods once; registry status churn rolls nothing and rewrites
 // nothing; a deleted ConfigMap is recreated through its watch; a deleted
 // registry removes the ConfigMap and the mount.
 func TestToolsConfigMapReachesThePod(t *testing.T) {
-	ns := env.Namespace(t)
-	counter := startAll(t)
+	ns, counter := startWeatherAgent(t, "Weather by city")
 	ctx := context.Background()
-	createWithInputs(t, ns, toolsRegistry(ns, httpHandler("weather", "Weather by city")), toolsAgent(ns))
 	key := types.NamespacedName{Namespace: ns, Name: "agent"}
 
 	// 1. Created, owned, mounted.
@@ -225,10 +235,8 @@ func TestToolPolicyAndSecretWatches(t *testing.T) {
 // that put it, then its new rule, into <agent>-tools. A policy of another
 // registry brings no pass.
 func TestToolPolicyWatchAloneUpdatesTools(t *testing.T) {
-	ns := env.Namespace(t)
-	counter := startAll(t)
+	ns, counter := startWeatherAgent(t, "w")
 	ctx := context.Background()
-	createWithInputs(t, ns, toolsRegistry(ns, httpHandler("weather", "w")), toolsAgent(ns))
 	key := types.NamespacedName{Namespace: ns, Name: "agent"}
 	ctrltest.Eventually(t, wait, func() error {
 		if c := toolsCM(t, ns, "agent"); c == nil || !strings.Contains(c.Data[omniav1.ToolsJSONKey], `"policies":[]`) {
