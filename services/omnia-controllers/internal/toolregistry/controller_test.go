@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -193,26 +194,27 @@ func TestPolicyAndSandboxWatches(t *testing.T) {
 	}
 	ctrltest.Eventually(t, wait, condIs(ns, omniav1.ConditionPolicyBound, metav1.ConditionTrue, omniav1.ReasonPolicyBound))
 
+	// becomesReady creates obj, which cond then judges not ready
+	// (notReady), marks it Ready as its own controller, not running here,
+	// would (markReady and a status write), and waits for cond to follow
+	// (ready).
+	becomesReady := func(obj client.Object, markReady func(), cond, notReady, ready string) {
+		t.Helper()
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		ctrltest.Eventually(t, wait, condIs(ns, cond, metav1.ConditionFalse, notReady))
+		markReady()
+		if err := env.Client.Status().Update(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		ctrltest.Eventually(t, wait, condIs(ns, cond, metav1.ConditionTrue, ready))
+	}
 	class := &omniav1.SandboxClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor", Namespace: ns}, Spec: omniav1.SandboxClassSpec{
 		Image: "sandbox:1", AllowedConnections: []omniav1.LocalObjectReference{{Name: "github"}}}}
-	if err := env.Client.Create(ctx, class); err != nil {
-		t.Fatal(err)
-	}
-	ctrltest.Eventually(t, wait, condIs(ns, omniav1.ConditionSandboxesValid, metav1.ConditionFalse, omniav1.ReasonSandboxClassNotReady))
-	class.Status.Phase = omniav1.SandboxClassPhaseReady
-	if err := env.Client.Status().Update(ctx, class); err != nil {
-		t.Fatal(err)
-	}
-	ctrltest.Eventually(t, wait, condIs(ns, omniav1.ConditionSandboxesValid, metav1.ConditionTrue, omniav1.ReasonSandboxesValid))
-
+	becomesReady(class, func() { class.Status.Phase = omniav1.SandboxClassPhaseReady },
+		omniav1.ConditionSandboxesValid, omniav1.ReasonSandboxClassNotReady, omniav1.ReasonSandboxesValid)
 	conn := &omniav1.Connection{ObjectMeta: metav1.ObjectMeta{Name: "github", Namespace: ns}, Spec: omniav1.ConnectionSpec{URL: "https://api.github.com"}}
-	if err := env.Client.Create(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
-	ctrltest.Eventually(t, wait, condIs(ns, omniav1.ConditionSandboxConnectionsValid, metav1.ConditionFalse, omniav1.ReasonConnectionNotReady))
-	conn.Status.Phase = omniav1.ConnectionPhaseReady
-	if err := env.Client.Status().Update(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
-	ctrltest.Eventually(t, wait, condIs(ns, omniav1.ConditionSandboxConnectionsValid, metav1.ConditionTrue, omniav1.ReasonConnectionsValid))
+	becomesReady(conn, func() { conn.Status.Phase = omniav1.ConnectionPhaseReady },
+		omniav1.ConditionSandboxConnectionsValid, omniav1.ReasonConnectionNotReady, omniav1.ReasonConnectionsValid)
 }
