@@ -88,7 +88,6 @@ func mustCreate(t *testing.T, objs ...client.Object) {
 	}
 }
 
-// packObjects returns a ConfigMap and a PromptPack version of "support".
 // createWithInputs creates in ns what most agents of these tests read,
 // the pack support-v1 (validPack as version 1.0.0, with its ConfigMap)
 // and the mock Provider llm, and then objs, in that order.
@@ -111,6 +110,7 @@ func toolsAgent(ns string) *omniav1.AgentRuntime {
 	})
 }
 
+// packObjects returns a ConfigMap and a PromptPack version of "support".
 func packObjects(ns, name, version, content string) (*corev1.ConfigMap, *omniav1.PromptPack) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{omniav1.PackJSONKey: content}}
 	p := &omniav1.PromptPack{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: omniav1.PromptPackSpec{
