@@ -160,11 +160,7 @@ func idleIs(ns, name string, status metav1.ConditionStatus, reason string) func(
 		if err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(a.Status.Conditions, omniav1.ConditionIdle)
-		if c == nil || c.Status != status || c.Reason != reason {
-			return fmt.Errorf("Idle %+v; want %s/%s", c, status, reason)
-		}
-		return nil
+		return ctrltest.ConditionIs(a.Status.Conditions, omniav1.ConditionIdle, status, reason)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -328,11 +327,7 @@ func rolloutIs(ns string, check func(*omniav1.AgentRuntime) error) func() error 
 }
 
 func roCondition(a *omniav1.AgentRuntime, typ string, status metav1.ConditionStatus, reason string) error {
-	c := meta.FindStatusCondition(a.Status.Conditions, typ)
-	if c == nil || c.Status != status || c.Reason != reason {
-		return fmt.Errorf("%s = %+v, want %s/%s", typ, c, status, reason)
-	}
-	return nil
+	return ctrltest.ConditionIs(a.Status.Conditions, typ, status, reason)
 }
 
 // TestRolloutCanaryPromotes walks a canary: setWeight 50 splits the two

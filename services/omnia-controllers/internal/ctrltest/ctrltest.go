@@ -183,6 +183,17 @@ func PhaseReason[P ~string](phase P, conds []metav1.Condition, want P, typ, reas
 	return nil
 }
 
+// ConditionIs is the check behind the tests' condition waits: nil when
+// conds has a condition typ with status and reason, else what was found
+// instead.
+func ConditionIs(conds []metav1.Condition, typ string, status metav1.ConditionStatus, reason string) error {
+	c := meta.FindStatusCondition(conds, typ)
+	if c == nil || c.Status != status || c.Reason != reason {
+		return fmt.Errorf("condition %s = %+v, want %s/%s", typ, c, status, reason)
+	}
+	return nil
+}
+
 // ReadyPhase is an Eventually condition on the object at key, read
 // through c into a new T: its status is written for its generation, in
 // phase, with the Ready condition's reason. of returns what it compares:

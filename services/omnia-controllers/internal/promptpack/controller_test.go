@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -84,9 +83,8 @@ func condIs(ns, name, typ string, status metav1.ConditionStatus, reason string) 
 		if err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(p.Status.Conditions, typ)
-		if c == nil || c.Status != status || c.Reason != reason {
-			return fmt.Errorf("%s condition %s = %+v, want %s/%s", name, typ, c, status, reason)
+		if err := ctrltest.ConditionIs(p.Status.Conditions, typ, status, reason); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		return nil
 	}

@@ -69,11 +69,7 @@ func condIs(ns, typ string, status metav1.ConditionStatus, reason string) func()
 		if err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(tr.Status.Conditions, typ)
-		if c == nil || c.Status != status || c.Reason != reason {
-			return fmt.Errorf("condition %s = %+v, want %s/%s", typ, c, status, reason)
-		}
-		return nil
+		return ctrltest.ConditionIs(tr.Status.Conditions, typ, status, reason)
 	}
 }
 

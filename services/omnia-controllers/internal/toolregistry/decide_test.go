@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/proptest"
 )
 
@@ -41,9 +42,8 @@ func registry(probe bool, hs ...omniav1.HandlerDefinition) *omniav1.ToolRegistry
 
 func wantCond(t *testing.T, conds []metav1.Condition, typ string, status metav1.ConditionStatus, reason string) {
 	t.Helper()
-	c := meta.FindStatusCondition(conds, typ)
-	if c == nil || c.Status != status || c.Reason != reason {
-		t.Fatalf("condition %s = %+v, want %s/%s", typ, c, status, reason)
+	if err := ctrltest.ConditionIs(conds, typ, status, reason); err != nil {
+		t.Fatal(err)
 	}
 }
 

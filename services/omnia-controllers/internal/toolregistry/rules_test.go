@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,9 +88,8 @@ func TestPolicyBoundFollowsTheToolPolicyWatch(t *testing.T) {
 			if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, tr); err != nil {
 				return err
 			}
-			c := meta.FindStatusCondition(tr.Status.Conditions, omniav1.ConditionPolicyBound)
-			if c == nil || c.Status != status || c.Reason != reason {
-				return fmt.Errorf("%s PolicyBound = %+v, want %s/%s", name, c, status, reason)
+			if err := ctrltest.ConditionIs(tr.Status.Conditions, omniav1.ConditionPolicyBound, status, reason); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
 			}
 			return nil
 		}
