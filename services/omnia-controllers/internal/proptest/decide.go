@@ -70,7 +70,7 @@ func RunCounted[S, D any](t *testing.T, gen func(*rand.Rand) S, fresh func(S) S,
 // Cached is obj as a reconciler reads it from the cache: stored as the
 // API server stores it (Stored), in a new object. Generators end with it.
 // An object that does not store is a bug of the generator, not of the
-// decision under test, so it panics, and Run names the seed.
+// decision under test, so it panics, and Run reports the failing input.
 func Cached[T any](obj *T) *T {
 	stored, err := Stored(*obj)
 	if err != nil {
