@@ -162,10 +162,9 @@ func squatTokenSecret(t *testing.T) (ns, name string) {
 }
 
 // squatRunPolicy makes, in a namespace of its own, a Job-mode Agent and
-// the NetworkPolicy its run would get, written first by someone claiming
-// the Agent as its controller and admitting everything; it returns the
-// namespace and the Agent's name. The controller sets it back (get,
-// update) before the run's Job.
+// the namespace's run NetworkPolicy, written first by someone else and
+// admitting everything; it returns the namespace and the Agent's name.
+// The controller sets it back (get, update) before the run's Job.
 func squatRunPolicy(t *testing.T) (ns, name string) {
 	t.Helper()
 	ctx := context.Background()
@@ -186,7 +185,7 @@ func squatRunPolicy(t *testing.T) (ns, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: runpolicy.Name(string(a.UID)), Namespace: ns,
+	open := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: runpolicy.RunsName, Namespace: ns,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: agentsv1alpha1.GroupVersion.String(), Kind: "Agent", Name: a.Name, UID: a.UID, Controller: ptr.To(true)}}},
 		Spec: networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{{}}, PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}}}
 	if err := env.Client.Create(ctx, open); err != nil {
@@ -225,7 +224,7 @@ func finishPod(t *testing.T, ns, job string) {
 // pruning, missing references, a batch run and its cleanup at the
 // provider, a cleanup that fails until it gives up, a realtime run with its
 // token Secret, each run's NATS credential Secret, a run Secret whose name
-// was taken, each run's NetworkPolicy and one written first under its
+// was taken, each namespace's run NetworkPolicy and one written first under its
 // name, and the Events of them all. No request may be refused, and every
 // verb the RBAC grants must have been used: a grant nothing needs is a
 // permission an attacker holding the token gets for free.
@@ -393,14 +392,13 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 			t.Errorf("failureReason %q", a.Status.FailureReason)
 		}
 	})
-	t.Run("a run whose NetworkPolicy was written first, claiming its Agent, sets it back and starts", func(t *testing.T) {
+	t.Run("a run whose namespace's NetworkPolicy was written first, open to all, sets it back and starts", func(t *testing.T) {
 		eventually(t, "the policed run Running", phaseIs(policedNS, policed, agentsv1alpha1.PhaseRunning))
-		a, _ := agentIn(policedNS, policed)
-		np, err := env.Kube.NetworkingV1().NetworkPolicies(policedNS).Get(ctx, runpolicy.Name(string(a.UID)), metav1.GetOptions{})
+		np, err := env.Kube.NetworkingV1().NetworkPolicies(policedNS).Get(ctx, runpolicy.RunsName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(np.Spec.Ingress) != 0 || np.Spec.PodSelector.MatchLabels[agentsv1alpha1.LabelAgent] != policed {
+		if len(np.Spec.Ingress) != 0 || np.Spec.PodSelector.MatchLabels[agentsv1alpha1.LabelComponent] != agentsv1alpha1.ComponentJob {
 			t.Errorf("the planted spec was kept: %+v", np.Spec)
 		}
 	})
@@ -418,7 +416,7 @@ func TestInstalledRBACIsEnough(t *testing.T) {
 	// The API server checks agents/finalizers, not the controller: each
 	// Job and token Secret created blocks its Agent's deletion.
 	blocking := slices.ContainsFunc(reqs, func(r rbacaudit.Request) bool {
-		return r.Verb == "create" && (r.Resource == "jobs" || r.Resource == "secrets" || r.Resource == "networkpolicies") && r.Code == http.StatusCreated
+		return r.Verb == "create" && (r.Resource == "jobs" || r.Resource == "secrets") && r.Code == http.StatusCreated
 	})
 	t.Run("every verb the RBAC grants is used", func(t *testing.T) {
 		for _, g := range grants {

@@ -77,7 +77,7 @@ func TestNetworkPoliciesAdmitOnlyWhatMustConnect(t *testing.T) {
 		runPolicies = append(runPolicies, &stored.Items[i])
 	}
 	if len(runPolicies) != 2 {
-		t.Errorf("the run namespace holds %d NetworkPolicies, want one per run", len(runPolicies))
+		t.Errorf("the run namespace holds %d NetworkPolicies, want its two run policies (Job runs, realtime runs)", len(runPolicies))
 	}
 	install, deployments := renderInstall(t)
 	install = append(install, natsPolicy(t))

@@ -173,7 +173,7 @@ func NewFlagSet(getenv func(string) string) (*service.FlagSet, *Config) {
 	fs.StringVar(&c.podSecurityLevel, "pod-security-level", string(jobbuild.PodSecurityRestricted),
 		"Pod Security Standards level every run pod must meet, restricted or baseline; a Job that breaks it fails its Agent")
 	fs.BoolVar(&c.RunNetworkPolicy, "run-network-policy", true,
-		"give every run pod a NetworkPolicy, created before its Job: a realtime run admits only realtime-gateway's pods on its session port, a Job run admits nothing")
+		"guard every run pod with its namespace's run NetworkPolicies, made sure of before its Job: realtime run pods admit only realtime-gateway's pods on their session port, Job run pods admit nothing")
 	fs.StringVar(&c.GatewayNamespace, "gateway-namespace", "", "namespace of realtime-gateway, whose pods alone reach a realtime run's session port; the pod's namespace when empty")
 	fs.StringVar(&c.gatewayPodLabels, "gateway-pod-labels", runpolicy.DefaultGatewayPodLabels,
 		"labels of realtime-gateway's pods, key=value pairs separated by commas; all must match")

@@ -84,8 +84,9 @@ type Options struct {
 	// Recorder records the Kubernetes Events of each Agent's transitions
 	// (events.k8s.io/v1); nil records none.
 	Recorder kevents.EventRecorder
-	// RunNetworkPolicy, when set, gives every run pod a NetworkPolicy of
-	// its own, created before its Job (runpolicy.For); nil creates none.
+	// RunNetworkPolicy, when set, guards every run pod with its
+	// namespace's run NetworkPolicy, made sure of before its Job
+	// (runpolicy.For); nil creates none.
 	RunNetworkPolicy *runpolicy.Config
 }
 
@@ -106,7 +107,10 @@ type Controller struct {
 	defs     cache.SharedIndexInformer
 	queue    priorityqueue.PriorityQueue[string]
 	locks    sync.Map // station key → *sync.Mutex
-	inflight inflight
+	// runPolicies holds, by namespace/name, when a run NetworkPolicy was
+	// last found as built (ensureRunPolicy).
+	runPolicies sync.Map
+	inflight    inflight
 
 	synced       atomic.Bool
 	pollFailures atomic.Int32

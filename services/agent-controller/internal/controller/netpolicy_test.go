@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,21 +49,24 @@ func startWithRunPolicy(t *testing.T, ns string) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-// runPolicyOf reads the NetworkPolicy of the run of Agent a.
+// runPolicyOf reads the namespace policy that guards the run of the
+// Running Agent a.
 func runPolicyOf(t *testing.T, a *agentsv1alpha1.Agent) *networkingv1.NetworkPolicy {
 	t.Helper()
-	np, err := env.Kube.NetworkingV1().NetworkPolicies(a.Namespace).Get(context.Background(), runpolicy.Name(string(a.UID)), metav1.GetOptions{})
+	name := runpolicy.For(a.Namespace, jobOf(t, a), testGateway).Name
+	np, err := env.Kube.NetworkingV1().NetworkPolicies(a.Namespace).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("the run's NetworkPolicy: %v", err)
+		t.Fatalf("the run's NetworkPolicy %s: %v", name, err)
 	}
 	return np
 }
 
-// TestEveryRunGetsANetworkPolicyOfItsOwn: a Job run and a realtime run each
-// get, with their Job, the NetworkPolicy runpolicy.For describes, stored
-// as built, selecting the Job's pod and controlled by the Agent, so that
-// deleting the Agent removes it.
-func TestEveryRunGetsANetworkPolicyOfItsOwn(t *testing.T) {
+// TestRunsAreGuardedByTheirNamespacesPolicy: a Job run and a realtime run
+// each start once the namespace policy runpolicy.For describes is stored
+// as built and selects the Job's pod; a second run of the same mode
+// writes nothing more, and the policy, the namespace's, stays when the
+// Agents go.
+func TestRunsAreGuardedByTheirNamespacesPolicy(t *testing.T) {
 	cases := []struct {
 		rule string
 		mode agentsv1alpha1.ExecutionMode
@@ -76,6 +78,7 @@ func TestEveryRunGetsANetworkPolicyOfItsOwn(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
+			ctx := context.Background()
 			ns := env.Namespace(t)
 			mkStation(t, ns, "st", nil)
 			setExecution(t, ns, "st-def", c.mode)
@@ -84,7 +87,7 @@ func TestEveryRunGetsANetworkPolicyOfItsOwn(t *testing.T) {
 			a := waitPhase(t, ns, "run", agentsv1alpha1.PhaseRunning)
 			job := jobOf(t, a)
 			np := runPolicyOf(t, a)
-			if want := runpolicy.For(a, job, testGateway); !equality.Semantic.DeepEqual(np.Spec, want.Spec) {
+			if want := runpolicy.For(ns, job, testGateway); !equality.Semantic.DeepEqual(np.Spec, want.Spec) {
 				t.Errorf("stored spec %+v, want %+v", np.Spec, want.Spec)
 			}
 			if len(np.Spec.Ingress) != c.ingress {
@@ -94,16 +97,26 @@ func TestEveryRunGetsANetworkPolicyOfItsOwn(t *testing.T) {
 			if err != nil || !sel.Matches(labels.Set(job.Spec.Template.Labels)) {
 				t.Errorf("the policy %v does not select the Job's pod %v (%v)", np.Spec.PodSelector, job.Spec.Template.Labels, err)
 			}
-			if !metav1.IsControlledBy(np, a) {
-				t.Errorf("owners %+v, want the Agent as controller", np.OwnerReferences)
+			mkAgent(t, ns, "again", "st")
+			second := waitPhase(t, ns, "again", agentsv1alpha1.PhaseRunning)
+			if again := runPolicyOf(t, second); again.ResourceVersion != np.ResourceVersion {
+				t.Errorf("the second run rewrote the policy: resourceVersion %s, was %s", again.ResourceVersion, np.ResourceVersion)
 			}
-			if err := env.Client.Delete(context.Background(), a); err != nil {
-				t.Fatal(err)
+			if all, err := env.Kube.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{}); err != nil || len(all.Items) != 1 {
+				t.Errorf("the namespace holds %d NetworkPolicies after two runs of one mode, want 1 (%v)", len(all.Items), err)
 			}
-			eventually(t, "the policy garbage-collected with its Agent", func() bool {
-				_, err := env.Kube.NetworkingV1().NetworkPolicies(ns).Get(context.Background(), np.Name, metav1.GetOptions{})
-				return apierrors.IsNotFound(err)
+			for _, name := range []string{"run", "again"} {
+				if err := env.Client.Delete(ctx, getAgent(t, ns, name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			eventually(t, "the runs' Jobs garbage-collected", func() bool {
+				jobs, err := env.Kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+				return err == nil && len(jobs.Items) == 0
 			})
+			if _, err := env.Kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, np.Name, metav1.GetOptions{}); err != nil {
+				t.Errorf("the namespace's policy went with its runs: %v", err)
+			}
 		})
 	}
 }
@@ -153,13 +166,13 @@ func TestARunsPodNeverStartsWithoutItsNetworkPolicy(t *testing.T) {
 	runPolicyOf(t, a)
 }
 
-// TestATakenPolicyNameIsRestoredOrLeftAlone is the attack of a namespace
-// user who writes the run's NetworkPolicy first, under its name, opening
-// the run's pod to everyone. One claiming the Agent as its controller is
-// set back to the run's spec before the Job; one the Agent does not
-// control is left alone and the run goes on, since NetworkPolicies are
-// additive: that user could open the pod with a policy of any other name.
-func TestATakenPolicyNameIsRestoredOrLeftAlone(t *testing.T) {
+// TestATakenOrDeletedPolicyIsRestored is the attack of a namespace user
+// on the policy that guards the namespace's runs: written first under
+// its name and opened to everyone, whoever it claims as owner, it is set
+// back to the controller's spec before the run's Job; deleted, it is
+// made again before the Job of the first run to start a poll interval
+// later.
+func TestATakenOrDeletedPolicyIsRestored(t *testing.T) {
 	openToAll := networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{},
 		Ingress: []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{
@@ -167,14 +180,13 @@ func TestATakenPolicyNameIsRestoredOrLeftAlone(t *testing.T) {
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 	}
 	cases := []struct {
-		rule     string
-		owner    func(a *agentsv1alpha1.Agent) []metav1.OwnerReference
-		restored bool
+		rule  string
+		owner func(a *agentsv1alpha1.Agent) []metav1.OwnerReference
 	}{
-		{"a policy claiming the Agent as controller is set back to the run's spec", func(a *agentsv1alpha1.Agent) []metav1.OwnerReference {
+		{"a policy claiming the Agent as controller is set back to the controller's spec", func(a *agentsv1alpha1.Agent) []metav1.OwnerReference {
 			return []metav1.OwnerReference{*controllerRef(a)}
-		}, true},
-		{"a policy the Agent does not control is left alone and the run starts", func(*agentsv1alpha1.Agent) []metav1.OwnerReference { return nil }, false},
+		}},
+		{"a policy claiming no owner is set back all the same: the name is the controller's", func(*agentsv1alpha1.Agent) []metav1.OwnerReference { return nil }},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
@@ -183,7 +195,7 @@ func TestATakenPolicyNameIsRestoredOrLeftAlone(t *testing.T) {
 			setExecution(t, ns, "st-def", agentsv1alpha1.ExecutionRealtime)
 			mkAgent(t, ns, "talk", "st")
 			a := getAgent(t, ns, "talk")
-			planted := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: runpolicy.Name(string(a.UID)), Namespace: ns,
+			planted := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: runpolicy.RealtimeRunsName, Namespace: ns,
 				OwnerReferences: c.owner(a)}, Spec: openToAll}
 			if _, err := env.Kube.NetworkingV1().NetworkPolicies(ns).Create(context.Background(), planted, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
@@ -191,17 +203,34 @@ func TestATakenPolicyNameIsRestoredOrLeftAlone(t *testing.T) {
 			startWithRunPolicy(t, ns)
 			a = waitPhase(t, ns, "talk", agentsv1alpha1.PhaseRunning)
 			np := runPolicyOf(t, a)
-			if c.restored {
-				if want := runpolicy.For(a, jobOf(t, a), testGateway).Spec; !equality.Semantic.DeepEqual(np.Spec, want) {
-					t.Errorf("the planted spec was kept: %+v", np.Spec)
-				}
-				return
-			}
-			if !equality.Semantic.DeepEqual(np.Spec, openToAll) {
-				t.Errorf("a policy the run does not control was rewritten: %+v", np.Spec)
+			if want := runpolicy.For(ns, jobOf(t, a), testGateway).Spec; !equality.Semantic.DeepEqual(np.Spec, want) {
+				t.Errorf("the planted spec was kept: %+v", np.Spec)
 			}
 		})
 	}
+	t.Run("a deleted policy is made again before the next run's Job", func(t *testing.T) {
+		ctx := context.Background()
+		ns := env.Namespace(t)
+		mkStation(t, ns, "st", nil)
+		startWithRunPolicy(t, ns)
+		mkAgent(t, ns, "first", "st")
+		first := waitPhase(t, ns, "first", agentsv1alpha1.PhaseRunning)
+		np := runPolicyOf(t, first)
+		if err := env.Kube.NetworkingV1().NetworkPolicies(ns).Delete(ctx, np.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Past the poll interval (2 s here), the next start reads it again.
+		time.Sleep(3 * time.Second)
+		mkAgent(t, ns, "next", "st")
+		next := waitPhase(t, ns, "next", agentsv1alpha1.PhaseRunning)
+		again := runPolicyOf(t, next)
+		if again.UID == np.UID {
+			t.Fatal("the deleted policy is still there")
+		}
+		if again.CreationTimestamp.After(jobOf(t, next).CreationTimestamp.Time) {
+			t.Errorf("the policy was made again at %s, after the run's Job (%s)", again.CreationTimestamp, jobOf(t, next).CreationTimestamp)
+		}
+	})
 }
 
 // jobOf is the Job a Running Agent's status names.

@@ -1,9 +1,13 @@
-// Package runpolicy builds the NetworkPolicy the agent-controller creates
-// for each run before its Job (docs/security.md, "NetworkPolicies"): it
-// selects the run's pod and admits, on ingress, only realtime-gateway's
-// pods to a realtime run's session port, and nothing at all to a Job run,
-// which serves nothing. Egress is not restricted: runs call their vendor,
-// their sinks and NATS.
+// Package runpolicy builds the NetworkPolicies the agent-controller keeps
+// in each namespace that has runs, before their Jobs (docs/security.md,
+// "NetworkPolicies"): one selects every run pod of the namespace and
+// admits nothing on ingress, since a Job run serves nothing; one selects
+// the realtime run pods and admits realtime-gateway's pods to their
+// session port. Policies add up, so a realtime run's pod admits exactly
+// the gateway whichever of the two exist. Egress is not restricted: runs
+// call their vendor, their sinks and NATS. Two policies per namespace,
+// not one per run: a run costs the API server no write for it, and the
+// network plugin holds two policies per namespace, not thousands.
 package runpolicy
 
 import (
@@ -19,11 +23,23 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/realtime"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
 )
 
-// NamePrefix begins the name of a run's NetworkPolicy; see Name.
-const NamePrefix = "agentplane-run-"
+// Names of the namespace's run policies: the name is the controller's,
+// so a policy found under it is set back to the controller's spec.
+const (
+	// RunsName isolates every run pod of the namespace.
+	RunsName = "agentplane-runs"
+	// RealtimeRunsName admits the gateway to the realtime run pods.
+	RealtimeRunsName = "agentplane-realtime-runs"
+)
+
+// ManagedByLabel and ManagedBy label the run policies, as the Kubernetes
+// recommended labels say who manages an object.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "agent-controller"
+)
 
 // DefaultGatewayPodLabels is what --gateway-pod-labels is by default: the
 // label the realtime-gateway chart gives its pods.
@@ -53,44 +69,35 @@ func ParsePodLabels(s string) (map[string]string, error) {
 	return m, nil
 }
 
-// Name names the NetworkPolicy of the run whose Agent has uid: the uid
-// rather than the Agent's name, as for the run's Secrets, so a recreated
-// same-named Agent never meets its predecessor's policy by name.
-func Name(uid string) string { return NamePrefix + uid }
-
 // IsRealtime reports whether job runs a realtime session: its pod carries
 // the execution label jobbuild gives realtime pods.
 func IsRealtime(job *batchv1.Job) bool {
 	return job != nil && job.Spec.Template.Labels[agentsv1alpha1.LabelExecution] == string(agentsv1alpha1.ExecutionRealtime)
 }
 
-// For returns the NetworkPolicy of a's run, whose Job is job: in the
-// Agent's namespace, controlled by the Agent so it goes with it, selecting
-// the run's pod by the labels jobbuild gives it (component job and the
-// Agent's bounded name). For a realtime run it admits TCP realtime.Port
-// from the gateway's pods in the gateway's namespace only (both selectors
-// in one peer, so both must match); for any other run it admits nothing.
-func For(a *agentsv1alpha1.Agent, job *batchv1.Job, cfg Config) *networkingv1.NetworkPolicy {
+// For returns the policy of the namespace that guards the pod of job:
+// for a realtime run, RealtimeRunsName, selecting the realtime run pods
+// by the labels jobbuild gives them and admitting TCP realtime.Port from
+// the gateway's pods in the gateway's namespace only (both selectors in
+// one peer, so both must match); for any other run, RunsName, selecting
+// every run pod and admitting nothing. A run Job's template cannot steer
+// either: jobbuild sets these labels over the Station's.
+func For(namespace string, job *batchv1.Job, cfg Config) *networkingv1.NetworkPolicy {
 	np := &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: Name(string(a.UID)), Namespace: a.Namespace,
-			Labels: map[string]string{agentsv1alpha1.LabelAgent: jobbuild.SafeName(a.Name)},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: agentsv1alpha1.GroupVersion.String(), Kind: "Agent", Name: a.Name, UID: a.UID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}},
+			Name: RunsName, Namespace: namespace,
+			Labels: map[string]string{ManagedByLabel: ManagedBy},
 		},
 		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{
-				agentsv1alpha1.LabelComponent: agentsv1alpha1.ComponentJob,
-				agentsv1alpha1.LabelAgent:     jobbuild.SafeName(a.Name),
-			}},
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{agentsv1alpha1.LabelComponent: agentsv1alpha1.ComponentJob}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 		},
 	}
 	if !IsRealtime(job) {
 		return np
 	}
+	np.Name = RealtimeRunsName
+	np.Spec.PodSelector.MatchLabels[agentsv1alpha1.LabelExecution] = string(agentsv1alpha1.ExecutionRealtime)
 	gateway := make(map[string]string, len(cfg.GatewayPodLabels))
 	for k, v := range cfg.GatewayPodLabels {
 		gateway[k] = v

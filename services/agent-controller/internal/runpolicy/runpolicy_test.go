@@ -56,21 +56,35 @@ func TestForRules(t *testing.T) {
 		rule  string
 		name  string
 		mode  agentsv1alpha1.ExecutionMode
-		check func(t *testing.T, a *agentsv1alpha1.Agent, job *batchv1.Job, np *networkingv1.NetworkPolicy)
+		check func(t *testing.T, job *batchv1.Job, np *networkingv1.NetworkPolicy)
 	}{
 		{"a Job run's policy selects its pod and admits no ingress at all", "once", agentsv1alpha1.ExecutionJob,
-			func(t *testing.T, _ *agentsv1alpha1.Agent, job *batchv1.Job, np *networkingv1.NetworkPolicy) {
+			func(t *testing.T, job *batchv1.Job, np *networkingv1.NetworkPolicy) {
 				if !selects(t, np, job.Spec.Template.Labels) {
 					t.Errorf("the policy %v does not select the run's pod %v", np.Spec.PodSelector, job.Spec.Template.Labels)
 				}
-				if len(np.Spec.Ingress) != 0 {
-					t.Errorf("ingress rules %+v, want none", np.Spec.Ingress)
+				if len(np.Spec.Ingress) != 0 || np.Name != RunsName {
+					t.Errorf("policy %s, ingress rules %+v, want %s with none", np.Name, np.Spec.Ingress, RunsName)
+				}
+			}},
+		{"a Job run's policy selects every run pod of the namespace, realtime ones too", "once", agentsv1alpha1.ExecutionJob,
+			func(t *testing.T, _ *batchv1.Job, np *networkingv1.NetworkPolicy) {
+				_, other := runJob(t, "other", agentsv1alpha1.ExecutionJob)
+				_, talk := runJob(t, "talk", agentsv1alpha1.ExecutionRealtime)
+				if !selects(t, np, other.Spec.Template.Labels) || !selects(t, np, talk.Spec.Template.Labels) {
+					t.Errorf("the policy %v misses a run pod: %v, %v", np.Spec.PodSelector, other.Spec.Template.Labels, talk.Spec.Template.Labels)
+				}
+			}},
+		{"a run policy selects no pod that is not a run's", "once", agentsv1alpha1.ExecutionJob,
+			func(t *testing.T, _ *batchv1.Job, np *networkingv1.NetworkPolicy) {
+				if selects(t, np, map[string]string{"app": "tenant"}) {
+					t.Errorf("the policy %v selects a tenant's pod", np.Spec.PodSelector)
 				}
 			}},
 		{"a realtime run's policy admits TCP 8090 only, from the gateway's pods in the gateway's namespace, both in one peer", "talk", agentsv1alpha1.ExecutionRealtime,
-			func(t *testing.T, _ *agentsv1alpha1.Agent, job *batchv1.Job, np *networkingv1.NetworkPolicy) {
-				if !selects(t, np, job.Spec.Template.Labels) {
-					t.Errorf("the policy %v does not select the run's pod %v", np.Spec.PodSelector, job.Spec.Template.Labels)
+			func(t *testing.T, job *batchv1.Job, np *networkingv1.NetworkPolicy) {
+				if !selects(t, np, job.Spec.Template.Labels) || np.Name != RealtimeRunsName {
+					t.Errorf("the policy %s %v does not select the run's pod %v", np.Name, np.Spec.PodSelector, job.Spec.Template.Labels)
 				}
 				if len(np.Spec.Ingress) != 1 {
 					t.Fatalf("ingress rules %+v, want one", np.Spec.Ingress)
@@ -93,36 +107,36 @@ func TestForRules(t *testing.T) {
 					t.Errorf("pod selector %+v, want the gateway's labels", p.PodSelector)
 				}
 			}},
+		{"a realtime run's policy opens no Job run's pod", "talk", agentsv1alpha1.ExecutionRealtime,
+			func(t *testing.T, _ *batchv1.Job, np *networkingv1.NetworkPolicy) {
+				_, once := runJob(t, "once", agentsv1alpha1.ExecutionJob)
+				if selects(t, np, once.Spec.Template.Labels) {
+					t.Errorf("the realtime policy %v selects a Job run's pod %v", np.Spec.PodSelector, once.Spec.Template.Labels)
+				}
+			}},
 		{"egress is never restricted: the policy is of type Ingress only", "talk", agentsv1alpha1.ExecutionRealtime,
-			func(t *testing.T, _ *agentsv1alpha1.Agent, _ *batchv1.Job, np *networkingv1.NetworkPolicy) {
+			func(t *testing.T, _ *batchv1.Job, np *networkingv1.NetworkPolicy) {
 				if len(np.Spec.PolicyTypes) != 1 || np.Spec.PolicyTypes[0] != networkingv1.PolicyTypeIngress || len(np.Spec.Egress) > 0 {
 					t.Errorf("policy types %v, egress %v", np.Spec.PolicyTypes, np.Spec.Egress)
 				}
 			}},
-		{"the policy is controlled by the Agent, so it goes with it, and is named after the Agent's uid", "once", agentsv1alpha1.ExecutionJob,
-			func(t *testing.T, a *agentsv1alpha1.Agent, _ *batchv1.Job, np *networkingv1.NetworkPolicy) {
-				if !metav1.IsControlledBy(np, a) || np.Namespace != a.Namespace || np.Name != "agentplane-run-uid-1" {
-					t.Errorf("policy %s/%s owners %+v", np.Namespace, np.Name, np.OwnerReferences)
+		{"the policy is the namespace's, owned by no run, labelled as the controller's", "once", agentsv1alpha1.ExecutionJob,
+			func(t *testing.T, _ *batchv1.Job, np *networkingv1.NetworkPolicy) {
+				if np.Namespace != "team" || len(np.OwnerReferences) > 0 || np.Labels[ManagedByLabel] != ManagedBy {
+					t.Errorf("policy %s/%s owners %+v labels %v", np.Namespace, np.Name, np.OwnerReferences, np.Labels)
 				}
 			}},
-		{"a long Agent name is selected by the bounded name its pod carries", long, agentsv1alpha1.ExecutionJob,
-			func(t *testing.T, _ *agentsv1alpha1.Agent, job *batchv1.Job, np *networkingv1.NetworkPolicy) {
-				if !selects(t, np, job.Spec.Template.Labels) || np.Spec.PodSelector.MatchLabels[agentsv1alpha1.LabelAgent] != jobbuild.SafeName(long) {
+		{"a long Agent name changes nothing: the policy selects by component", long, agentsv1alpha1.ExecutionJob,
+			func(t *testing.T, job *batchv1.Job, np *networkingv1.NetworkPolicy) {
+				if !selects(t, np, job.Spec.Template.Labels) {
 					t.Errorf("selector %v, pod labels %v", np.Spec.PodSelector, job.Spec.Template.Labels)
-				}
-			}},
-		{"another run's pod in the namespace is not selected", "once", agentsv1alpha1.ExecutionJob,
-			func(t *testing.T, _ *agentsv1alpha1.Agent, _ *batchv1.Job, np *networkingv1.NetworkPolicy) {
-				_, other := runJob(t, "other", agentsv1alpha1.ExecutionJob)
-				if selects(t, np, other.Spec.Template.Labels) {
-					t.Errorf("the policy selects another run's pod %v", other.Spec.Template.Labels)
 				}
 			}},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
 			a, job := runJob(t, c.name, c.mode)
-			c.check(t, a, job, For(a, job, gateway))
+			c.check(t, job, For(a.Namespace, job, gateway))
 		})
 	}
 }
@@ -130,7 +144,7 @@ func TestForRules(t *testing.T) {
 func TestForKeepsItsConfig(t *testing.T) {
 	a, job := runJob(t, "talk", agentsv1alpha1.ExecutionRealtime)
 	cfg := Config{GatewayNamespace: "gw", GatewayPodLabels: map[string]string{"a": "b"}}
-	np := For(a, job, cfg)
+	np := For(a.Namespace, job, cfg)
 	np.Spec.Ingress[0].From[0].PodSelector.MatchLabels["a"] = "changed"
 	if cfg.GatewayPodLabels["a"] != "b" {
 		t.Error("the policy shares its pod labels with the controller's config")
