@@ -219,7 +219,9 @@ func (c *Controller) Synced() bool { return c.synced.Load() }
 // Healthy reports whether the poll works: false after 3 failures in a row.
 func (c *Controller) Healthy() bool { return c.pollFailures.Load() < 3 }
 
-// Run reconciles until ctx ends, then drains and returns.
+// Run reconciles until ctx ends, then lets the passes under way finish
+// and returns; passes still queued are left (the next leader's first
+// LIST finds their Agents).
 func (c *Controller) Run(ctx context.Context) error {
 	// Once: the priority queue's ShutDown may not be called twice.
 	shutDown := sync.OnceFunc(c.queue.ShutDown)
@@ -312,6 +314,9 @@ func (c *Controller) Run(ctx context.Context) error {
 // admissions, and the slot it frees goes to the next run sooner.
 const followPriority = 1
 
+// following adds a pass at followPriority.
+var following = priorityqueue.AddOpts{Priority: ptr.To(followPriority)}
+
 // enqueueOwner queues the Agent controlling a Job at followPriority.
 func (c *Controller) enqueueOwner(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -323,7 +328,7 @@ func (c *Controller) enqueueOwner(obj any) {
 	}
 	for _, o := range job.OwnerReferences {
 		if o.Kind == "Agent" && o.Controller != nil && *o.Controller {
-			c.queue.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(followPriority)}, job.Namespace+"/"+o.Name)
+			c.queue.AddWithOpts(following, job.Namespace+"/"+o.Name)
 		}
 	}
 }

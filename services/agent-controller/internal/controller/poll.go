@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 
@@ -93,7 +92,7 @@ func (c *Controller) poll(ctx context.Context) error {
 	}
 	c.m.SetPhaseCounts(counts)
 	c.m.SetStations(c.stationLoads())
-	c.queue.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(followPriority)}, follow...)
+	c.queue.AddWithOpts(following, follow...)
 	c.queue.AddWithOpts(priorityqueue.AddOpts{}, keys...)
 	return jobsErr
 }
