@@ -46,7 +46,7 @@ func (w ReadyWant[P]) Check(t testing.TB, phase P, observed int64, conds []metav
 func ReadyFor(conds []metav1.Condition, observed, gen int64) (*metav1.Condition, error) {
 	c := meta.FindStatusCondition(conds, omniav1.ConditionReady)
 	if c == nil || c.ObservedGeneration != gen || observed != gen {
-		return c, fmt.Errorf("Ready = %+v, observedGeneration %d; want both for generation %d", c, observed, gen)
+		return c, fmt.Errorf("condition Ready = %+v, observedGeneration %d; want both for generation %d", c, observed, gen)
 	}
 	return c, nil
 }
