@@ -117,8 +117,9 @@ func (f *facade) begin() bool {
 		return false
 	}
 	f.open++
-	f.act.set(f.open)
+	// The gauge first: whoever sees the report then reads the gauge agreeing.
 	f.met.connections.Set(float64(f.open))
+	f.act.set(f.open)
 	return true
 }
 
@@ -127,8 +128,8 @@ func (f *facade) end() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.open--
-	f.act.set(f.open)
 	f.met.connections.Set(float64(f.open))
+	f.act.set(f.open)
 	if f.open == 0 {
 		close(f.idle)
 		f.idle = make(chan struct{})
