@@ -20,9 +20,9 @@ const rawDroppedHeader = "Agentplane-Raw-Dropped"
 // its encode buffer, its header map and the header values are allocated
 // once, not per event. Only the publishing loop uses it, one message at a
 // time. Reuse is safe because nats.go copies Data and serialises Header
-// into its write buffer before a publish returns, and the Publisher asks
-// for no library retry and sets no async callbacks, the only paths on
-// which nats.go would read a published message again.
+// into its write buffer before a publish returns, and nothing the
+// Publisher calls keeps the message to send again (publishWindow uses
+// core NATS publishes; publishOne's JetStream publish is synchronous).
 type outbox struct {
 	msg nats.Msg
 	buf []byte
@@ -67,6 +67,7 @@ func (o *outbox) message(ev *eventsv1.RunEvent, withoutRaw bool) (*nats.Msg, err
 	o.buf = data
 	m := &o.msg
 	m.Subject = o.subjects.subject(ev)
+	m.Reply = "" // publishWindow sets its own
 	m.Data = data
 	clear(m.Header)
 	m.Header[ContentTypeHeader] = o.contentType

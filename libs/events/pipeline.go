@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -21,7 +22,15 @@ import (
 // event lands after it: counted as reordered and logged once; consumers
 // restore run order from the envelope's sequence.
 func (p *Publisher) publishWindow(ctx context.Context, batch []*eventsv1.RunEvent) {
-	futs := make([]jetstream.PubAckFuture, len(batch))
+	w, err := p.ackWindow()
+	if err != nil {
+		p.noteFailure(err)
+		for _, ev := range batch {
+			p.publishOne(ctx, ev)
+		}
+		return
+	}
+	base := w.begin(len(batch))
 	sent := 0
 	for i, ev := range batch {
 		msg, err := p.out.message(ev, false)
@@ -31,45 +40,61 @@ func (p *Publisher) publishWindow(ctx context.Context, batch []*eventsv1.RunEven
 			sent = i + 1
 			continue
 		}
-		// No library-level retry: it would resend this event after later
-		// ones of the window and reorder them.
-		f, err := p.js.PublishMsgAsync(msg, jetstream.WithRetryAttempts(0))
-		if err != nil {
+		msg.Reply = w.replyTo(base, i)
+		if err := p.nc.PublishMsg(msg); err != nil {
 			break // this one and the rest go through publishOne below
 		}
-		futs[i], sent = f, i+1
+		sent = i + 1
 	}
-	acked := make([]bool, len(batch))
+	slots := w.wait(sent, p.opts.AttemptTimeout, ctx.Done())
 	failed := false
-	for i, f := range futs[:sent] {
-		if f == nil {
+	for i, ev := range batch[:sent] {
+		if ev == nil {
 			continue
 		}
-		select {
-		case ack := <-f.Ok():
-			acked[i] = true
+		s := &slots[i]
+		switch {
+		case s.answered && s.err == nil:
 			p.published.Add(1)
-			if ack.Duplicate {
+			if s.ack.Duplicate {
 				p.duplicates.Add(1)
 			}
 			if failed {
 				p.noteReorder()
 			}
-		case err := <-f.Err():
+			batch[i] = nil
+		case ctx.Err() != nil:
+			// Close gave up; publishOne below counts the rest as dropped.
+		default:
 			failed = true
+			err := s.err
+			if !s.answered {
+				err = errAckTimeout
+			}
 			p.noteFailure(err)
 			if errors.Is(err, jetstream.ErrNoStreamResponse) {
 				p.streamReady = false
 			}
-		case <-ctx.Done():
-			// Close gave up; publishOne below counts the rest as dropped.
 		}
 	}
-	for i, ev := range batch {
-		if ev != nil && !acked[i] {
+	for _, ev := range batch {
+		if ev != nil {
 			p.publishOne(ctx, ev)
 		}
 	}
+}
+
+// ackWindow returns the Publisher's ack subscription, made on first use so
+// that a Publisher of MaxInFlight 1 has none.
+func (p *Publisher) ackWindow() (*ackWindow, error) {
+	if p.acks == nil {
+		w, err := newAckWindow(p.nc)
+		if err != nil {
+			return nil, fmt.Errorf("subscribe to publish acks: %w", err)
+		}
+		p.acks = w
+	}
+	return p.acks, nil
 }
 
 // noteReorder counts an event stored ahead of an earlier one that failed.

@@ -118,9 +118,10 @@ type Publisher struct {
 	stopLoop context.CancelFunc
 	done     chan struct{}
 
-	streamReady bool    // only the loop goroutine touches it
-	failing     bool    // ditto: logs an outage once, not per attempt
-	out         *outbox // ditto: the message being published
+	streamReady bool       // only the loop goroutine touches it
+	failing     bool       // ditto: logs an outage once, not per attempt
+	out         *outbox    // ditto: the message being published
+	acks        *ackWindow // ditto: the windows' acks, nil until the first
 
 	published, duplicates, retried, dropped, reordered atomic.Uint64
 }
@@ -165,9 +166,9 @@ func NewPublisher(opts PublisherOptions) (*Publisher, error) {
 		}
 		p.nc, p.ownConn = nc, true
 	}
-	js, err := jetstream.New(p.nc,
-		jetstream.WithPublishAsyncMaxPending(opts.MaxInFlight),
-		jetstream.WithPublishAsyncTimeout(opts.AttemptTimeout))
+	// Only publishOne and the stream setup use JetStream's client; the
+	// windows read their acks themselves (ackWindow).
+	js, err := jetstream.New(p.nc)
 	if err != nil {
 		if p.ownConn {
 			p.nc.Close()
@@ -275,6 +276,11 @@ func (p *Publisher) Stats() Stats {
 // loop's lifetime: Close cancels it when its own deadline passes.
 func (p *Publisher) run(ctx context.Context) {
 	defer close(p.done)
+	defer func() {
+		if p.acks != nil {
+			p.acks.close()
+		}
+	}()
 	batch := make([]*eventsv1.RunEvent, 0, p.opts.MaxInFlight)
 	for ev := range p.ch {
 		if ctx.Err() != nil {

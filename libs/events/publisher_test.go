@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/agentplane/agentplane/libs/events"
 	"github.com/agentplane/agentplane/libs/events/eventstest"
+	"github.com/agentplane/agentplane/libs/natsauth"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
 
@@ -421,5 +423,150 @@ func TestEnsureStreamLeavesAnExistingStreamAlone(t *testing.T) {
 	closeWithin(t, p)
 	if s := p.Stats(); s.Published != 1 {
 		t.Fatalf("stats %+v", s)
+	}
+}
+
+// awaitPublished waits until p has had n acks.
+func awaitPublished(t *testing.T, p *events.Publisher, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(generous)
+	for p.Stats().Published < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v, want %d published", p.Stats(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestPipelinedPublisherRecreatesADeletedStream: with the stream gone, a
+// window is answered "no responders"; its events go one at a time, which
+// sets the stream up again, and none is lost.
+func TestPipelinedPublisherRecreatesADeletedStream(t *testing.T) {
+	srv := eventstest.Start(t)
+	p := newPublisher(t, srv.URL(), func(o *events.PublisherOptions) { o.MaxInFlight = 64 })
+	r := newRun("u-nostream")
+	const n = 1000
+	for i := 1; i <= n/2; i++ {
+		p.Publish(message(r, i))
+	}
+	awaitPublished(t, p, n/2)
+	if err := srv.JetStream().DeleteStream(context.Background(), events.StreamName); err != nil {
+		t.Fatal(err)
+	}
+	for i := n/2 + 1; i <= n; i++ {
+		p.Publish(message(r, i))
+	}
+	closeWithin(t, p)
+	got, err := events.ReadAll(context.Background(), srv.JetStream(), events.Filter{UID: "u-nostream"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n/2 || got[0].GetSequence() != n/2+1 {
+		t.Fatalf("the new stream holds %d events from sequence %d, want the %d published after the delete", len(got), got[0].GetSequence(), n/2)
+	}
+	if s := p.Stats(); s.Published != n || s.Dropped != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestPipelinedPublisherShedsRawTheStreamRefuses: a stream whose message
+// size limit is below an event's raw line answers the window with an
+// error ack; the events then go one at a time and are stored without raw,
+// in order, as unwindowed publishing does.
+func TestPipelinedPublisherShedsRawTheStreamRefuses(t *testing.T) {
+	srv := eventstest.Start(t)
+	cfg := events.StreamConfig(0, 0, 0)
+	cfg.MaxMsgSize = 4096
+	if _, err := srv.JetStream().CreateStream(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	p := newPublisher(t, srv.URL(), func(o *events.PublisherOptions) { o.MaxInFlight = 64 })
+	r := newRun("u-limit")
+	const n = 300
+	for i := 1; i <= n; i++ {
+		ev := message(r, i)
+		if i > 1 { // the first sets the stream up, one at a time
+			ev.Raw = make([]byte, 8192)
+		}
+		p.Publish(ev)
+	}
+	closeWithin(t, p)
+	assertStoredOnceInOrder(t, srv.JetStream(), "u-limit", n)
+	got, err := events.ReadAll(context.Background(), srv.JetStream(), events.Filter{UID: "u-limit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range got {
+		if len(ev.GetRaw()) != 0 {
+			t.Fatalf("event %d stored with its raw line", ev.GetSequence())
+		}
+	}
+	if s := p.Stats(); s.Published != n || s.Dropped != 0 || s.Reordered != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestPipelinedPublisherLetsGoOfAServerGoneForGood: windows sent as the
+// server goes away never hang the Publisher; Close gives up when its
+// context ends and counts what is left as dropped.
+func TestPipelinedPublisherLetsGoOfAServerGoneForGood(t *testing.T) {
+	srv := eventstest.Start(t)
+	p := newPublisher(t, srv.URL(), func(o *events.PublisherOptions) { o.MaxInFlight = 64 })
+	r := newRun("u-gone")
+	const n = 3000
+	for i := 1; i <= n; i++ {
+		if i == n/3 {
+			srv.Stop()
+		}
+		p.Publish(message(r, i))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("close: %v", err)
+	}
+	if s := p.Stats(); s.Published+s.Dropped != n || s.Dropped == 0 {
+		t.Fatalf("stats %+v: every event is published or dropped", s)
+	}
+}
+
+// TestPipelinedPublisherWithARunCredential: a run's credential may
+// subscribe only under its own inbox prefix, and the windows' acks come
+// there.
+func TestPipelinedPublisherWithARunCredential(t *testing.T) {
+	auth, err := natsauth.NewAuthority()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := eventstest.StartSecured(t, auth)
+	if err := events.EnsureStream(context.Background(), srv.JetStream(), events.StreamConfig(0, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	run := natsauth.Run{Namespace: "team", Agent: "fixer", UID: "u-cred"}
+	creds, err := auth.Issuer().RunCredentials(run, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asyncErrs atomic.Int64
+	p := newPublisher(t, srv.URL(), func(o *events.PublisherOptions) {
+		o.MaxInFlight = 64
+		o.NoStreamSetup = true
+		o.ConnectOptions = append(o.ConnectOptions,
+			nats.UserCredentials(eventstest.WriteCreds(t, creds)),
+			nats.CustomInboxPrefix(natsauth.InboxPrefix(run.UID)),
+			nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+				asyncErrs.Add(1)
+				t.Logf("nats: %v", err)
+			}))
+	})
+	r := newRun(run.UID)
+	const n = 1000
+	for i := 1; i <= n; i++ {
+		p.Publish(message(r, i))
+	}
+	closeWithin(t, p)
+	assertStoredOnceInOrder(t, srv.JetStream(), run.UID, n)
+	if s := p.Stats(); s.Published != n || s.Duplicates != 0 || s.Retried != 0 || asyncErrs.Load() != 0 {
+		t.Fatalf("stats %+v, %d asynchronous errors (a refused subscription is one)", s, asyncErrs.Load())
 	}
 }
