@@ -47,7 +47,8 @@ type PublisherOptions struct {
 	Name string
 	// Buffer is how many events may wait for NATS before Publish drops.
 	Buffer int
-	// AttemptTimeout bounds one publish attempt (send and ack).
+	// AttemptTimeout bounds one publish attempt (send and ack), and the
+	// wait for all the acks of a window (see MaxInFlight).
 	AttemptTimeout time.Duration
 	// MaxInFlight is how many events may await their ack at once. 1 (the
 	// default) publishes strictly one after the other, which keeps the
