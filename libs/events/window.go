@@ -148,9 +148,9 @@ func (w *ackWindow) handle(m *nats.Msg) {
 		slot.err = jetstream.ErrNoStreamResponse
 	} else if slot.ack, slot.err = parsePubAck(m.Data); slot.err == nil {
 		switch {
-		case slot.ack.HasError:
-			slot.err = &jetstream.APIError{Code: slot.ack.Code, ErrorCode: jetstream.ErrorCode(slot.ack.ErrCode),
-				Description: slot.ack.ErrorDescription}
+		case slot.ack.Error != nil:
+			e := slot.ack.Error
+			slot.err = &jetstream.APIError{Code: e.Code, ErrorCode: jetstream.ErrorCode(e.ErrCode), Description: e.Description}
 		case slot.ack.Stream == "":
 			slot.err = errInvalidAck
 		}
