@@ -3,9 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +20,11 @@ import (
 // job (runpolicy.For) exists as built, before job is created, so the
 // run's pod never starts unguarded; without Options.RunNetworkPolicy it
 // does nothing. A policy found under the name, whoever wrote it, is set
-// back to the controller's spec: the name is the controller's.
+// back to the controller's spec and labels: the name is the
+// controller's. Its owners are left as found: changing them takes delete
+// permission on the policy (the OwnerReferencesPermissionEnforcement
+// admission plugin), and a user who could make the garbage collector
+// delete it through a planted owner could delete it as well.
 //
 // The policy is read again at most once a poll interval per namespace
 // (runPolicies holds when it was last found as built), so a burst of runs
@@ -33,32 +39,66 @@ func (c *Controller) ensureRunPolicy(ctx context.Context, a *agentsv1alpha1.Agen
 	want := runpolicy.For(a.Namespace, job, *c.opts.RunNetworkPolicy)
 	key := want.Namespace + "/" + want.Name
 	now := c.opts.Now()
-	if at, ok := c.runPolicies.Load(key); ok && now.Sub(at.(time.Time)) < c.opts.PollInterval {
+	at, seen := c.runPolicies.Load(key)
+	if seen && now.Sub(at.(time.Time)) < c.opts.PollInterval {
 		return nil
 	}
-	policies := c.kube.NetworkingV1().NetworkPolicies(a.Namespace)
-	_, err := policies.Create(ctx, want, metav1.CreateOptions{})
-	switch {
-	case err == nil:
-		c.runPolicies.Store(key, now)
-		return nil
-	case !apierrors.IsAlreadyExists(err):
-		return fmt.Errorf("create NetworkPolicy %s: %w", want.Name, err)
+	if err := c.syncRunPolicy(ctx, want, seen); err != nil {
+		return err
+	}
+	c.runPolicies.Store(key, now)
+	return nil
+}
+
+// syncRunPolicy creates want or sets the policy under its name back to
+// it. A policy this controller has seen is most likely still there, so it
+// is read first; one not seen yet most likely is not, so it is created
+// first. Either way a policy costs one request while it stays as built.
+func (c *Controller) syncRunPolicy(ctx context.Context, want *networkingv1.NetworkPolicy, seen bool) error {
+	policies := c.kube.NetworkingV1().NetworkPolicies(want.Namespace)
+	if !seen {
+		_, err := policies.Create(ctx, want, metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			return nil
+		case !apierrors.IsAlreadyExists(err):
+			return fmt.Errorf("create NetworkPolicy %s: %w", want.Name, err)
+		}
 	}
 	existing, err := policies.Get(ctx, want.Name, metav1.GetOptions{})
-	if err != nil {
+	switch {
+	case seen && apierrors.IsNotFound(err):
+		if _, err := policies.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("make NetworkPolicy %s again: %w", want.Name, err)
+		}
+		c.log.Info("made a deleted run NetworkPolicy again", "namespace", want.Namespace, "networkPolicy", want.Name)
+		return nil
+	case err != nil:
 		// Gone meanwhile, or unreadable for now: the next pass tries again.
-		return fmt.Errorf("read NetworkPolicy %s, which already exists: %w", want.Name, err)
+		return fmt.Errorf("read NetworkPolicy %s: %w", want.Name, err)
 	}
-	if equality.Semantic.DeepEqual(existing.Spec, want.Spec) {
-		c.runPolicies.Store(key, now)
+	if asBuilt(existing, want) {
 		return nil
 	}
 	existing.Spec = want.Spec
+	if existing.Labels == nil {
+		existing.Labels = map[string]string{}
+	}
+	maps.Copy(existing.Labels, want.Labels)
 	if _, err := policies.Update(ctx, existing, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("set NetworkPolicy %s back to the controller's spec: %w", want.Name, err)
 	}
-	c.runPolicies.Store(key, now)
-	c.log.Info("set a namespace's run NetworkPolicy back to the controller's spec", "namespace", a.Namespace, "networkPolicy", want.Name)
+	c.log.Info("set a namespace's run NetworkPolicy back to the controller's spec", "namespace", want.Namespace, "networkPolicy", want.Name)
 	return nil
+}
+
+// asBuilt reports whether have is the policy want describes: its spec
+// and its labels among have's.
+func asBuilt(have, want *networkingv1.NetworkPolicy) bool {
+	for k, v := range want.Labels {
+		if have.Labels[k] != v {
+			return false
+		}
+	}
+	return equality.Semantic.DeepEqual(have.Spec, want.Spec)
 }

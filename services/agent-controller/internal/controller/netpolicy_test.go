@@ -203,8 +203,14 @@ func TestATakenOrDeletedPolicyIsRestored(t *testing.T) {
 			startWithRunPolicy(t, ns)
 			a = waitPhase(t, ns, "talk", agentsv1alpha1.PhaseRunning)
 			np := runPolicyOf(t, a)
-			if want := runpolicy.For(ns, jobOf(t, a), testGateway).Spec; !equality.Semantic.DeepEqual(np.Spec, want) {
+			want := runpolicy.For(ns, jobOf(t, a), testGateway)
+			if !equality.Semantic.DeepEqual(np.Spec, want.Spec) {
 				t.Errorf("the planted spec was kept: %+v", np.Spec)
+			}
+			for k, v := range want.Labels {
+				if np.Labels[k] != v {
+					t.Errorf("label %s is %q, want %q", k, np.Labels[k], v)
+				}
 			}
 		})
 	}
