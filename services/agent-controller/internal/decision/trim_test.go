@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
 )
 
@@ -76,6 +77,12 @@ func TestTrimJobKeepsDecisions(t *testing.T) {
 		// The controller dates the run's credentials from the deadline.
 		if !reflect.DeepEqual(whole.Spec.ActiveDeadlineSeconds, cut.Spec.ActiveDeadlineSeconds) || whole.Spec.ActiveDeadlineSeconds == nil {
 			t.Fatalf("seed %d: the trimmed Job lost its active deadline", seed)
+		}
+		// The log parser is picked from the model (or command) alone;
+		// the rest of the frozen spec is not kept.
+		if ws, cs := runSpecOf(whole), runSpecOf(cut); ws == nil || cs == nil ||
+			!reflect.DeepEqual(*cs, runspec.Spec{Model: ws.Model, Command: ws.Command}) {
+			t.Fatalf("seed %d: the trimmed run spec is not the whole one's model and command: %+v", seed, cs)
 		}
 		sw, sc := s, s
 		sw.Job, sc.Job = whole, cut
