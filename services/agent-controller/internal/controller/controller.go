@@ -110,7 +110,12 @@ type Controller struct {
 	// runPolicies holds, by namespace/name, when a run NetworkPolicy was
 	// last found as built (ensureRunPolicy).
 	runPolicies sync.Map
-	inflight    inflight
+	// creating holds, by namespace/name, the Jobs a pass is creating
+	// now: that pass records the run's status itself (or fails and is
+	// retried), so the Job's arrival in the cache brings no pass of its
+	// own.
+	creating sync.Map
+	inflight inflight
 
 	synced       atomic.Bool
 	pollFailures atomic.Int32
@@ -336,11 +341,18 @@ func (c *Controller) enqueueOwner(obj any) {
 // enqueueOwnerOfNewJob queues the Agent controlling a Job the cache just
 // gained, unless the cached Agent already follows it and a pass would
 // decide nothing (decision.PollPasses): the pass that created the Job
-// wrote the Agent Running, and the Job's end brings the next one.
+// wrote the Agent Running, and the Job's end brings the next one. A Job
+// that arrives while the pass creating it has not yet stored the Agent's
+// status brings no pass either: that pass decides from the Job it made.
+// The event carries the Job as created; what happens to it later comes
+// as an update.
 func (c *Controller) enqueueOwnerOfNewJob(obj any) {
 	job, ok := obj.(*batchv1.Job)
 	if !ok {
 		c.enqueueOwner(obj)
+		return
+	}
+	if _, mine := c.creating.Load(job.Namespace + "/" + job.Name); mine {
 		return
 	}
 	if ref := metav1.GetControllerOf(job); ref != nil && ref.Kind == "Agent" {

@@ -53,3 +53,37 @@ func TestAJobsPassGoesAheadOfWaitingAdmissions(t *testing.T) {
 		})
 	}
 }
+
+// TestANewJobBringsNoPassWhileItsCreatorRuns: a Job that reaches the
+// cache while the pass creating it has not yet stored the Agent's status
+// brings no pass of its own (that pass decides from the Job it made); any
+// other new run Job brings its owner's pass.
+func TestANewJobBringsNoPassWhileItsCreatorRuns(t *testing.T) {
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent-job-new",
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Agent", Name: "new", Controller: ptr.To(true)}}}}
+	cases := []struct {
+		name     string
+		creating bool
+		passes   int
+	}{
+		{"a Job this controller's pass is creating brings no pass", true, 0},
+		{"a Job no pass here is creating brings its owner's pass", false, 1},
+	}
+	kc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(kc, env.Kube, metrics.New(), Options{Namespace: "ns", Log: quiet})
+			defer c.queue.ShutDown()
+			if tc.creating {
+				c.creating.Store("ns/agent-job-new", struct{}{})
+			}
+			c.enqueueOwnerOfNewJob(job)
+			if n := c.queue.Len(); n != tc.passes {
+				t.Errorf("%d passes queued, want %d", n, tc.passes)
+			}
+		})
+	}
+}

@@ -297,6 +297,11 @@ func (c *Controller) applyOnce(ctx context.Context, agent *agentsv1alpha1.Agent,
 			c.showRetrying(ctx, agent, snap, "writing the run's NetworkPolicy", err)
 			return nil, resultError, err
 		}
+		// Held until this pass ends: by then the status it wrote is in the
+		// cache (storeIfNewer), or the pass failed and is retried.
+		jobKey := agent.Namespace + "/" + plan.CreateJob.Name
+		c.creating.Store(jobKey, struct{}{})
+		defer c.creating.Delete(jobKey)
 		_, err := c.kube.BatchV1().Jobs(agent.Namespace).Create(ctx, plan.CreateJob, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			// Ours from an earlier pass whose status write was lost, or
