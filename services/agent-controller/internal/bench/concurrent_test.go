@@ -115,8 +115,17 @@ func TestBenchConcurrentRuns(t *testing.T) {
 	sampled := make(chan struct{})
 	go func() { // VmHWM says the same; the samples are a cross-check
 		defer close(sampled)
-		for ctx.Err() == nil {
+		began := time.Now()
+		for i := 0; ctx.Err() == nil; i++ {
 			rssPeak = max(rssPeak, rssMiB(bin.pid))
+			if i%30 == 0 {
+				// When the memory peaks, and whether it is live heap,
+				// collector headroom or goroutines.
+				heap, _ := metricSum(metricsAddr, "go_memstats_heap_inuse_bytes")
+				goroutines, _ := metricSum(metricsAddr, "go_goroutines")
+				t.Logf("%s: RSS %.0f MiB, heap in use %.0f MiB, %.0f goroutines, %d Agents Succeeded",
+					time.Since(began).Round(time.Second), rssMiB(bin.pid), heap/(1<<20), goroutines, agentDone.count())
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):

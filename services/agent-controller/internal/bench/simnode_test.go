@@ -99,26 +99,33 @@ func tail(s string, n int) string {
 // controller_reconciles_total over all its results.
 func reconciles(t *testing.T, addr string) float64 {
 	t.Helper()
-	var resp *http.Response
+	var sum float64
 	var err error
 	for range 100 { // the listener comes up with the process
-		if resp, err = http.Get("http://" + addr + "/metrics"); err == nil {
-			break
+		if sum, err = metricSum(addr, "controller_reconciles_total"); err == nil {
+			return sum
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	t.Fatal(err)
+	return 0
+}
+
+// metricSum is the sum of one metric's samples scraped from addr.
+func metricSum(addr, name string) (float64, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
-		t.Fatalf("scrape %s: %v", addr, err)
+		return 0, fmt.Errorf("scrape %s: %w", addr, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape %s: %s", addr, resp.Status)
+		return 0, fmt.Errorf("scrape %s: %s", addr, resp.Status)
 	}
-	sum, err := sumCounter(resp.Body, "controller_reconciles_total")
+	sum, err := sumCounter(resp.Body, name)
 	if err != nil {
-		t.Fatalf("scrape %s: %v", addr, err)
+		return 0, fmt.Errorf("scrape %s: %w", addr, err)
 	}
-	return sum
+	return sum, nil
 }
 
 // sumCounter adds up every sample of one metric in the Prometheus text
