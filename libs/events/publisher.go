@@ -124,6 +124,11 @@ type Publisher struct {
 	out         *outbox    // ditto: the message being published
 	acks        *ackWindow // ditto: the windows' acks, nil until the first
 
+	// unreachable is set from the first failed connect or the disconnect
+	// of an outage until a connection is made, so each outage is logged
+	// once, not at every attempt.
+	unreachable atomic.Bool
+
 	published, duplicates, retried, dropped, reordered atomic.Uint64
 }
 
@@ -194,11 +199,25 @@ func (p *Publisher) connectOptions() []nats.Option {
 		nats.ReconnectJitter(250*time.Millisecond, time.Second),
 		nats.ReconnectBufSize(DefaultReconnectBuffer),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			p.unreachable.Store(true)
 			if err != nil {
 				p.log.Warn("nats disconnected", "err", err)
 			}
 		}),
+		// Called for every failed attempt, those of the first connect
+		// included (which no disconnect announces): one line an outage.
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+			if p.unreachable.CompareAndSwap(false, true) {
+				p.log.Warn("nats unreachable; retrying in the background", "err", err)
+			}
+		}),
+		nats.ConnectHandler(func(nc *nats.Conn) {
+			if p.unreachable.Swap(false) {
+				p.log.Info("nats connected", "server", nc.ConnectedUrlRedacted())
+			}
+		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
+			p.unreachable.Store(false)
 			p.log.Info("nats reconnected", "server", nc.ConnectedUrlRedacted())
 		}),
 	}

@@ -3,8 +3,10 @@ package events_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/agentplane/agentplane/libs/events"
 	"github.com/agentplane/agentplane/libs/events/eventstest"
+	"github.com/agentplane/agentplane/libs/lockedio"
 	"github.com/agentplane/agentplane/libs/natsauth"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
 )
@@ -569,4 +572,52 @@ func TestPipelinedPublisherWithARunCredential(t *testing.T) {
 	if s := p.Stats(); s.Published != n || s.Duplicates != 0 || s.Retried != 0 || asyncErrs.Load() != 0 {
 		t.Fatalf("stats %+v, %d asynchronous errors (a refused subscription is one)", s, asyncErrs.Load())
 	}
+}
+
+// TestEachOutageIsLoggedOnce: a server away at the first connect is
+// told once (nats.go retries in the background and reports every failed
+// attempt), its arrival once, and a later outage once more, however many
+// attempts each takes; the events published meanwhile are stored.
+func TestEachOutageIsLoggedOnce(t *testing.T) {
+	srv := eventstest.Start(t)
+	url := srv.URL()
+	srv.Stop()
+	var logs lockedio.Buffer
+	p := newPublisher(t, url, func(o *events.PublisherOptions) {
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	count := func(msg string) int { return strings.Count(logs.String(), `msg="`+msg) }
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(generous)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s; logs:\n%s", what, logs.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor("the first connect's failure was not logged", func() bool { return count("nats unreachable") == 1 })
+	// Many more attempts fail (every 20 ms here) without another line.
+	time.Sleep(300 * time.Millisecond)
+	if n := count("nats unreachable"); n != 1 {
+		t.Fatalf("the first outage was logged %d times", n)
+	}
+	r := newRun("u-outage")
+	p.Publish(message(r, 1))
+	srv.Restart()
+	waitFor("the connection made at last was not logged", func() bool { return count("nats connected") == 1 })
+	awaitPublished(t, p, 1)
+
+	srv.Stop()
+	waitFor("the second outage was not logged", func() bool { return count("nats disconnected") == 1 })
+	time.Sleep(300 * time.Millisecond)
+	if n, m := count("nats disconnected"), count("nats unreachable"); n != 1 || m != 1 {
+		t.Fatalf("the second outage was logged %d times as a disconnect and %d more as unreachable", n, m-1)
+	}
+	srv.Restart()
+	waitFor("the reconnect was not logged", func() bool { return count("nats reconnected") == 1 })
+	p.Publish(message(r, 2))
+	closeWithin(t, p)
+	assertStoredOnceInOrder(t, srv.JetStream(), "u-outage", 2)
 }
