@@ -90,7 +90,7 @@ func TestTemplateStableAcrossUnrelatedReconciles(t *testing.T) {
 		}
 		return nil
 	})
-	mustCreate(t, toolsAgent(ns))
+	ctrltest.Create(t, env, toolsAgent(ns))
 	ctrltest.Eventually(t, wait, func() error {
 		if n := len(replicaSets(t, ns, "agent")); n != 1 {
 			return fmt.Errorf("%d ReplicaSets", n)
@@ -155,7 +155,7 @@ func TestTemplateStableAcrossUnrelatedReconciles(t *testing.T) {
 	// A real input change: version 1.1.0 validates and becomes the stable
 	// channel's Active version.
 	cm2, pack2 := packObjects(ns, "support-v2", "1.1.0", validPack)
-	mustCreate(t, cm2, pack2)
+	ctrltest.Create(t, env, cm2, pack2)
 	ctrltest.Eventually(t, wait, func() error {
 		if n := len(replicaSets(t, ns, "agent")); n != 2 {
 			return fmt.Errorf("%d ReplicaSets, want 2 after the pack moved", n)
@@ -173,15 +173,15 @@ func TestTemplateStableAcrossUnrelatedReconciles(t *testing.T) {
 func TestWatchesBringAgentBack(t *testing.T) {
 	ns := env.Namespace(t)
 	startAll(t)
-	mustCreate(t, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+	ctrltest.Create(t, env, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 		a.Spec.Providers[0].RequiredCapabilities = []omniav1.ProviderCapability{omniav1.CapabilityTools}
 	}))
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhaseFailed, omniav1.ConditionPromptPackReady, omniav1.ReasonPromptPackNotFound))
 	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm, pack)
+	ctrltest.Create(t, env, cm, pack)
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhaseFailed, omniav1.ConditionProviderReady, omniav1.ReasonProviderNotFound))
 	prov := mockProvider(ns, "llm", omniav1.CapabilityText)
-	mustCreate(t, prov)
+	ctrltest.Create(t, env, prov)
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhasePending, omniav1.ConditionProviderReady, omniav1.ReasonCapabilityMismatch))
 	ctx := context.Background()
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "llm"}, prov); err != nil {
@@ -248,11 +248,11 @@ func TestRequeueSplit(t *testing.T) {
 	r := &Reconciler{Client: c, Config: testConfig}
 
 	cm, good := packObjects(ns, "good", "1.0.0", validPack)
-	mustCreate(t, cm, good)
+	ctrltest.Create(t, env, cm, good)
 	setPackPhase(t, good, omniav1.PromptPackPhaseActive)
 	cmBad, bad := packObjects(ns, "bad", "1.0.0", `{}`)
 	bad.Spec.PackName = "broken"
-	mustCreate(t, cmBad, bad)
+	ctrltest.Create(t, env, cmBad, bad)
 	setPackPhase(t, bad, omniav1.PromptPackPhaseFailed)
 	live := &omniav1.PromptPack{ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: ns}, Spec: omniav1.PromptPackSpec{PackName: "dev", Version: "0.1.0",
 		Source: omniav1.PromptPackSource{Type: omniav1.SourceTypeLive, Live: &omniav1.LivePromptSource{URL: "http://127.0.0.1:1/pack.json"}}}}
@@ -260,12 +260,12 @@ func TestRequeueSplit(t *testing.T) {
 	published.Spec.PackName = "mixed"
 	liveMixed := live.DeepCopy()
 	liveMixed.Name, liveMixed.Spec.PackName = "mixed-live", "mixed"
-	mustCreate(t, live, cmMixed, published, liveMixed)
+	ctrltest.Create(t, env, live, cmMixed, published, liveMixed)
 	for _, p := range []*omniav1.PromptPack{live, published, liveMixed} {
 		setPackPhase(t, p, omniav1.PromptPackPhaseActive)
 	}
 	ready := func(p *omniav1.Provider) *omniav1.Provider {
-		mustCreate(t, p)
+		ctrltest.Create(t, env, p)
 		p.Status.Phase = omniav1.ProviderPhaseReady
 		if err := env.Client.Status().Update(ctx, p); err != nil {
 			t.Fatal(err)
@@ -276,7 +276,7 @@ func TestRequeueSplit(t *testing.T) {
 	emb := mockProvider(ns, "embedder")
 	emb.Spec.Type, emb.Spec.Role, emb.Spec.Model = omniav1.ProviderTypeOllama, omniav1.ProviderRoleEmbedding, "nomic"
 	ready(emb)
-	mustCreate(t, mockProvider(ns, "unready")) // no status: not Ready
+	ctrltest.Create(t, env, mockProvider(ns, "unready")) // no status: not Ready
 	ready(mockProvider(other, "llm"))
 
 	rollout := &omniav1.RolloutConfig{Steps: []omniav1.RolloutStep{{SetWeight: ptr(int32(10))}}}
@@ -304,7 +304,7 @@ func TestRequeueSplit(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			mustCreate(t, newAgent(ns, tc.name, tc.mut))
+			ctrltest.Create(t, env, newAgent(ns, tc.name, tc.mut))
 			var res reconcile.Result
 			var err error
 			ctrltest.Eventually(t, wait, func() error {

@@ -50,7 +50,7 @@ func facadeClient(t *testing.T, ns, agent string) client.Client {
 func TestFacadeReportsActivityWithItsOwnToken(t *testing.T) {
 	ns, clock, res := startIdle(t, nil)
 	ctx := context.Background()
-	mustCreate(t, newAgent(ns, "other", nil))
+	ctrltest.Create(t, env, newAgent(ns, "other", nil))
 	fc := facadeClient(t, ns, "agent")
 	pod := livePod(t, ns, "agent")
 

@@ -44,7 +44,7 @@ func conditionSays(ns, name, typ string, status metav1.ConditionStatus, reason, 
 func TestHPAWriteFailureIsRecorded(t *testing.T) {
 	ns, ctx, c := ctrltest.ByHand(t, env)
 	readyInputs(t, ns)
-	mustCreate(t, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+	ctrltest.Create(t, env, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 		a.Spec.Runtime = &omniav1.RuntimeConfig{Autoscaling: &omniav1.AutoscalingConfig{Enabled: true, MaxReplicas: ptr(int32(4))}}
 	}))
 	refused := errors.New("injected: admission webhook refused the HorizontalPodAutoscaler")
@@ -86,13 +86,13 @@ func TestRolloutFailureStillAppliesStable(t *testing.T) {
 	ns, ctx, c := ctrltest.ByHand(t, env)
 	readyInputs(t, ns)
 	cm2, p2 := packObjects(ns, "support-v2", "1.1.0", validPack)
-	mustCreate(t, cm2, p2)
+	ctrltest.Create(t, env, cm2, p2)
 	setPackPhase(t, p2, omniav1.PromptPackPhaseActive)
-	mustCreate(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "agent" + CandidateSuffix, Namespace: ns}, Spec: appsv1.DeploymentSpec{
+	ctrltest.Create(t, env, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "agent" + CandidateSuffix, Namespace: ns}, Spec: appsv1.DeploymentSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mine"}},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "mine"}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "mine:1"}}}}}})
-	mustCreate(t, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+	ctrltest.Create(t, env, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 		a.Spec.PromptPackRef.Version = ptr("1.0.0")
 		a.Spec.Runtime = &omniav1.RuntimeConfig{Replicas: ptr(int32(2))}
 		a.Spec.Rollout = &omniav1.RolloutConfig{

@@ -76,25 +76,13 @@ func startStack(t *testing.T, wire func(mgr ctrl.Manager, r *Reconciler) reconci
 		})
 }
 
-// mustCreate creates objs through the API server or fails the test.
-//
-//nolint:contextcheck // test helper: it makes its own context.Background(), the only context the tests here have; callers have nothing cancellable to pass
-func mustCreate(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
-		}
-	}
-}
-
 // createWithInputs creates in ns what most agents of these tests read,
 // the pack support-v1 (validPack as version 1.0.0, with its ConfigMap)
 // and the mock Provider llm, and then objs, in that order.
 func createWithInputs(t *testing.T, ns string, objs ...client.Object) {
 	t.Helper()
 	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, append([]client.Object{cm, pack, mockProvider(ns, "llm")}, objs...)...)
+	ctrltest.Create(t, env, append([]client.Object{cm, pack, mockProvider(ns, "llm")}, objs...)...)
 }
 
 // toolsRegistry is the ToolRegistry "tools" of ns with handlers.

@@ -375,7 +375,7 @@ func TestIdleWakeUnderWorkspaceHPA(t *testing.T) {
 		Services: []omniav1.WorkspaceServiceGroup{{Name: omniav1.DefaultServiceGroup,
 			Autoscaling: &omniav1.AutoscalingConfig{Enabled: true, MinReplicas: ptr(int32(2)), MaxReplicas: ptr(int32(4))}}},
 	}}
-	mustCreate(t, ws)
+	ctrltest.Create(t, env, ws)
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), ws) })
 	createWithInputs(t, ns, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 		a.Spec.IdleTimeout = &metav1.Duration{Duration: 10 * time.Minute}

@@ -89,7 +89,7 @@ func TestKEDAScaledObject(t *testing.T) {
 	agent := newAgent(ns, "agent", kedaPolicy(func(as *omniav1.AutoscalingConfig) {
 		as.MinReplicas, as.MaxReplicas = ptr(int32(0)), ptr(int32(3))
 	}))
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"), agent)
+	ctrltest.Create(t, env, cm, pack, mockProvider(ns, "llm"), agent)
 	key := types.NamespacedName{Namespace: ns, Name: "agent"}
 	hpaGone := func() error {
 		return ctrltest.Gone("HPA", env.Client.Get(ctx, key, &autoscalingv2.HorizontalPodAutoscaler{}))

@@ -31,7 +31,7 @@ func TestBuildGuards(t *testing.T) {
 	ns, ctx, c := ctrltest.ByHand(t, env)
 	r := &Reconciler{Client: c, Config: testConfig}
 	readyInputs(t, ns)
-	mustCreate(t,
+	ctrltest.Create(t, env,
 		newAgent(ns, "langchain", func(a *omniav1.AgentRuntime) {
 			a.Spec.Framework = &omniav1.FrameworkConfig{Type: omniav1.FrameworkLangChain}
 		}),
@@ -71,10 +71,10 @@ func readyInputs(t *testing.T, ns string) {
 	t.Helper()
 	ctx := context.Background()
 	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm, pack)
+	ctrltest.Create(t, env, cm, pack)
 	setPackPhase(t, pack, omniav1.PromptPackPhaseActive)
 	prov := mockProvider(ns, "llm")
-	mustCreate(t, prov)
+	ctrltest.Create(t, env, prov)
 	prov.Status.Phase = omniav1.ProviderPhaseReady
 	if err := env.Client.Status().Update(ctx, prov); err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func failsWith(fragment string) func(error) error {
 func TestStaleCacheCreateIsRetried(t *testing.T) {
 	ns, ctx, c := ctrltest.ByHand(t, env)
 	readyInputs(t, ns)
-	mustCreate(t, newAgent(ns, "agent", nil))
+	ctrltest.Create(t, env, newAgent(ns, "agent", nil))
 	r := &Reconciler{Client: c, Config: testConfig}
 	reconcileUntil(t, r, ns, "agent", built(ns, "agent"))
 
@@ -177,7 +177,7 @@ func TestFinalizerKeepsOtherFinalizers(t *testing.T) {
 			_ = env.Client.Update(ctx, a)
 		}
 	})
-	mustCreate(t, newAgent(ns, "agent", nil))
+	ctrltest.Create(t, env, newAgent(ns, "agent", nil))
 
 	stale := mustAgent(t, ns, "agent")
 	addFinalizer(other)
@@ -219,7 +219,7 @@ func TestForeignHPAIsRefused(t *testing.T) {
 	foreign := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns}, Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "someone-else"},
 		MinReplicas:    ptr(int32(1)), MaxReplicas: 9}}
-	mustCreate(t, foreign, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+	ctrltest.Create(t, env, foreign, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 		a.Spec.Runtime = &omniav1.RuntimeConfig{Autoscaling: &omniav1.AutoscalingConfig{Enabled: true, MaxReplicas: ptr(int32(4))}}
 	}))
 	r := &Reconciler{Client: c, Config: testConfig}

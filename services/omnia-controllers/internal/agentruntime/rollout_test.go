@@ -102,7 +102,7 @@ func rolloutAgent(t *testing.T, ns string, mut func(*omniav1.AgentRuntime)) {
 	t.Helper()
 	cm1, p1 := packObjects(ns, "support-v1", "1.0.0", validPack)
 	cm2, p2 := packObjects(ns, "support-v2", "1.1.0", validPack)
-	mustCreate(t, cm1, p1, cm2, p2, mockProvider(ns, "llm"), newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+	ctrltest.Create(t, env, cm1, p1, cm2, p2, mockProvider(ns, "llm"), newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 		a.Spec.PromptPackRef.Version = ptr("1.0.0")
 		a.Spec.Runtime = &omniav1.RuntimeConfig{Replicas: ptr(int32(2))}
 		if mut != nil {
@@ -417,7 +417,7 @@ func TestRolloutCanaryPromotes(t *testing.T) {
 // 20, the success-rate analysis, and an indefinite pause.
 func roAnalysisAgent(t *testing.T, ns string, mode omniav1.RollbackMode) {
 	t.Helper()
-	mustCreate(t, &omniav1.RolloutAnalysis{ObjectMeta: metav1.ObjectMeta{Name: "success-rate", Namespace: ns}, Spec: omniav1.RolloutAnalysisSpec{
+	ctrltest.Create(t, env, &omniav1.RolloutAnalysis{ObjectMeta: metav1.ObjectMeta{Name: "success-rate", Namespace: ns}, Spec: omniav1.RolloutAnalysisSpec{
 		Args:             []omniav1.RolloutAnalysisArg{{Name: "agent"}, {Name: "window", Value: ptr("5m")}},
 		Query:            `sum(rate(omnia_requests_ok{agent="{{args.agent}}",variant="candidate"}[{{ args.window }}]))`,
 		SuccessCondition: "result[0] >= 0.95",
@@ -531,7 +531,7 @@ func TestRolloutVersionTrigger(t *testing.T) {
 	ns := env.Namespace(t)
 	startRollout(t, nil, &rolloutClock{})
 	cm1, p1 := packObjects(ns, "support-v1", "1.0.0", validPack)
-	mustCreate(t, cm1, p1, mockProvider(ns, "llm"), newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+	ctrltest.Create(t, env, cm1, p1, mockProvider(ns, "llm"), newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 		a.Spec.PromptPackRef.Version = ptr("1.0.0")
 		a.Spec.Runtime = &omniav1.RuntimeConfig{Replicas: ptr(int32(2))}
 		a.Spec.Rollout = &omniav1.RolloutConfig{
@@ -550,7 +550,7 @@ func TestRolloutVersionTrigger(t *testing.T) {
 	}
 
 	cm2, p2 := packObjects(ns, "support-v2", "1.1.0", validPack)
-	mustCreate(t, cm2, p2)
+	ctrltest.Create(t, env, cm2, p2)
 	ctrltest.Eventually(t, wait, rolloutIs(ns, func(a *omniav1.AgentRuntime) error {
 		c := a.Spec.Rollout.Candidate
 		if c == nil || c.PromptPackRef == nil || c.PromptPackRef.Version == nil || *c.PromptPackRef.Version != "1.1.0" {

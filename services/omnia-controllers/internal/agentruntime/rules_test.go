@@ -41,7 +41,7 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 	tr := &omniav1.ToolRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tools", Namespace: ns}, Spec: omniav1.ToolRegistrySpec{Handlers: []omniav1.HandlerDefinition{{
 		Name: "ask", Type: omniav1.HandlerTypeClient, Tool: &omniav1.ToolDefinition{Name: "ask", Description: "ask the user",
 			InputSchema: apiextensionsv1.JSON{Raw: []byte(`{"type":"object"}`)}}}}}}
-	mustCreate(t, cm, pack, sec, prov, tr)
+	ctrltest.Create(t, env, cm, pack, sec, prov, tr)
 	setPackPhase(t, pack, omniav1.PromptPackPhaseActive)
 	prov.Status.Phase = omniav1.ProviderPhaseReady
 	if err := env.Client.Status().Update(ctx, prov); err != nil {
@@ -64,7 +64,7 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			name := fmt.Sprintf("agent-%d", i)
-			mustCreate(t, newAgent(ns, name, func(a *omniav1.AgentRuntime) {
+			ctrltest.Create(t, env, newAgent(ns, name, func(a *omniav1.AgentRuntime) {
 				a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "tools"}
 			}))
 			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}
@@ -144,7 +144,7 @@ func TestBlockedAgentResumesOnWatchEvent(t *testing.T) {
 			name: "a PromptPack that failed validation: fixing its ConfigMap brings the agent back",
 			setup: func(t *testing.T, ns string) {
 				cm, pack := packObjects(ns, "support-v1", "1.0.0", `{"id":"x"}`)
-				mustCreate(t, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", nil))
+				ctrltest.Create(t, env, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", nil))
 			},
 			blocked: [3]string{string(omniav1.AgentRuntimePhaseFailed), omniav1.ConditionPromptPackReady, omniav1.ReasonPromptPackInvalid},
 			fix: func(t *testing.T, ns string) {
@@ -157,7 +157,7 @@ func TestBlockedAgentResumesOnWatchEvent(t *testing.T) {
 				cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
 				prov := &omniav1.Provider{ObjectMeta: metav1.ObjectMeta{Name: "llm", Namespace: ns},
 					Spec: omniav1.ProviderSpec{Type: omniav1.ProviderTypeOllama, Model: "llama3", BaseURL: "http://127.0.0.1:1"}}
-				mustCreate(t, cm, pack, prov, newAgent(ns, "agent", nil))
+				ctrltest.Create(t, env, cm, pack, prov, newAgent(ns, "agent", nil))
 			},
 			blocked: [3]string{string(omniav1.AgentRuntimePhasePending), omniav1.ConditionProviderReady, omniav1.ReasonProviderNotReady},
 			fix: func(t *testing.T, ns string) {
@@ -168,7 +168,7 @@ func TestBlockedAgentResumesOnWatchEvent(t *testing.T) {
 			name: "a Provider that lacks a required capability: adding it brings the agent back",
 			setup: func(t *testing.T, ns string) {
 				cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-				mustCreate(t, cm, pack, mockProvider(ns, "llm", omniav1.CapabilityText), newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+				ctrltest.Create(t, env, cm, pack, mockProvider(ns, "llm", omniav1.CapabilityText), newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 					a.Spec.Providers[0].RequiredCapabilities = []omniav1.ProviderCapability{omniav1.CapabilityVision}
 				}))
 			},
@@ -184,7 +184,7 @@ func TestBlockedAgentResumesOnWatchEvent(t *testing.T) {
 			name: "a role mismatch: an edit to the agent's spec brings it back",
 			setup: func(t *testing.T, ns string) {
 				cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
-				mustCreate(t, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+				ctrltest.Create(t, env, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 					a.Spec.Providers[0].Role = omniav1.ProviderRoleEmbedding
 				}))
 			},
@@ -242,7 +242,9 @@ func TestConcurrencyWorkersPerController(t *testing.T) {
 			setup: func(mgr ctrl.Manager, g *ctrltest.Gate) error {
 				return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, g)
 			},
-			create: func(t *testing.T, ns string, i int) { mustCreate(t, newAgent(ns, fmt.Sprintf("a%d", i), nil)) },
+			create: func(t *testing.T, ns string, i int) {
+				ctrltest.Create(t, env, newAgent(ns, fmt.Sprintf("a%d", i), nil))
+			},
 			touch: func(t *testing.T, ns string, i int) {
 				update(t, &omniav1.AgentRuntime{}, ns, fmt.Sprintf("a%d", i), func(o client.Object) { o.SetLabels(map[string]string{"touched": "yes"}) })
 			},
@@ -252,7 +254,9 @@ func TestConcurrencyWorkersPerController(t *testing.T) {
 			setup: func(mgr ctrl.Manager, g *ctrltest.Gate) error {
 				return (&toolregistry.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, g)
 			},
-			create: func(t *testing.T, ns string, i int) { mustCreate(t, clientRegistry(ns, fmt.Sprintf("r%d", i), "ask")) },
+			create: func(t *testing.T, ns string, i int) {
+				ctrltest.Create(t, env, clientRegistry(ns, fmt.Sprintf("r%d", i), "ask"))
+			},
 			touch: func(t *testing.T, ns string, i int) { // spec changes only: the registry ignores metadata
 				update(t, &omniav1.ToolRegistry{}, ns, fmt.Sprintf("r%d", i), func(o client.Object) {
 					o.(*omniav1.ToolRegistry).Spec.Handlers[0].Tool.Description = "changed"
@@ -267,7 +271,7 @@ func TestConcurrencyWorkersPerController(t *testing.T) {
 			create: func(t *testing.T, ns string, i int) { // cluster-scoped: named after the test namespace
 				w := &omniav1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-w%d", ns, i)},
 					Spec: omniav1.WorkspaceSpec{Namespace: omniav1.WorkspaceNamespace{Name: fmt.Sprintf("%s-w%d", ns, i)}}}
-				mustCreate(t, w)
+				ctrltest.Create(t, env, w)
 				t.Cleanup(func() { _ = env.Client.Delete(context.Background(), w) })
 			},
 			touch: func(t *testing.T, ns string, i int) {
@@ -281,7 +285,7 @@ func TestConcurrencyWorkersPerController(t *testing.T) {
 			},
 			create: func(t *testing.T, ns string, i int) {
 				cm, p := packObjects(ns, fmt.Sprintf("p%d", i), fmt.Sprintf("1.0.%d", i), validPack)
-				mustCreate(t, cm, p)
+				ctrltest.Create(t, env, cm, p)
 			},
 			touch: func(t *testing.T, ns string, i int) {
 				update(t, &omniav1.PromptPack{}, ns, fmt.Sprintf("p%d", i), func(o client.Object) { o.SetLabels(map[string]string{"touched": "yes"}) })
@@ -369,19 +373,19 @@ func TestErrorRetriedWithGrowingBackoff(t *testing.T) {
 	}{
 		{"AgentRuntime", func(mgr ctrl.Manager, rec reconcile.Reconciler) error {
 			return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, rec)
-		}, func(t *testing.T, ns string) { mustCreate(t, newAgent(ns, "agent", nil)) }},
+		}, func(t *testing.T, ns string) { ctrltest.Create(t, env, newAgent(ns, "agent", nil)) }},
 		{"PromptPack", func(mgr ctrl.Manager, rec reconcile.Reconciler) error {
 			return (&promptpack.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, rec)
 		}, func(t *testing.T, ns string) {
 			cm, p := packObjects(ns, "support-v1", "1.0.0", validPack)
-			mustCreate(t, cm, p)
+			ctrltest.Create(t, env, cm, p)
 		}},
 		{"ToolRegistry", func(mgr ctrl.Manager, rec reconcile.Reconciler) error {
 			return (&toolregistry.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, rec)
-		}, func(t *testing.T, ns string) { mustCreate(t, clientRegistry(ns, "tools", "ask")) }},
+		}, func(t *testing.T, ns string) { ctrltest.Create(t, env, clientRegistry(ns, "tools", "ask")) }},
 		{"Provider", func(mgr ctrl.Manager, rec reconcile.Reconciler) error {
 			return (&provider.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, rec)
-		}, func(t *testing.T, ns string) { mustCreate(t, mockProvider(ns, "llm")) }},
+		}, func(t *testing.T, ns string) { ctrltest.Create(t, env, mockProvider(ns, "llm")) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -179,7 +179,7 @@ func TestAPodGoingBringsAPass(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent-bare", Labels: labels},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "facade", Image: "facade:1"}}},
 	}
-	mustCreate(t, bare)
+	ctrltest.Create(t, env, bare)
 	ctrltest.Eventually(t, wait, func() error { return applyReport(env.Client, ns, "agent", bare.Name, 2, clock.Now()) })
 	ctrltest.Eventually(t, wait, reportsAre(ns, "agent", 2, stable, bare.Name))
 	ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", 0))

@@ -68,7 +68,7 @@ func TestSkillsReachThePodThroughWatches(t *testing.T) {
 		Spec: omniav1.SkillSourceSpec{ConfigMapRef: omniav1.LocalObjectReference{Name: "faq-docs"}}}
 	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
 	pack.Spec.Skills = []omniav1.SkillRef{{Source: "faq"}}
-	mustCreate(t, docs, src, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", nil))
+	ctrltest.Create(t, env, docs, src, cm, pack, mockProvider(ns, "llm"), newAgent(ns, "agent", nil))
 	key := types.NamespacedName{Namespace: ns, Name: "agent"}
 
 	// 1. Mounted by reference, one ReplicaSet.

@@ -197,7 +197,7 @@ func TestToolPolicyAndSecretWatches(t *testing.T) {
 
 	pol := policy("no-prod", "no-prod")
 	pol.ObjectMeta = metav1.ObjectMeta{Name: "no-prod", Namespace: ns}
-	mustCreate(t, &pol)
+	ctrltest.Create(t, env, &pol)
 	ctrltest.Eventually(t, wait, func() error {
 		if c := toolsCM(t, ns, "agent"); c == nil || !strings.Contains(c.Data[omniav1.ToolsJSONKey], `"name":"no-prod"`) {
 			return errors.New("the policy is not in tools.json yet")
@@ -251,7 +251,7 @@ func TestToolPolicyWatchAloneUpdatesTools(t *testing.T) {
 	other.ObjectMeta = metav1.ObjectMeta{Name: "elsewhere", Namespace: ns}
 	other.Spec.Selector.Registry = "other-tools"
 	before := counter.Count(key)
-	mustCreate(t, &other)
+	ctrltest.Create(t, env, &other)
 	counter.Drain(2 * time.Second)
 	if n := counter.Count(key) - before; n != 0 {
 		t.Fatalf("a policy of another registry brought %d pass(es)", n)
@@ -259,7 +259,7 @@ func TestToolPolicyWatchAloneUpdatesTools(t *testing.T) {
 
 	pol := policy("no-prod", "no-prod")
 	pol.ObjectMeta = metav1.ObjectMeta{Name: "no-prod", Namespace: ns}
-	mustCreate(t, &pol)
+	ctrltest.Create(t, env, &pol)
 	ctrltest.Eventually(t, wait, func() error {
 		if c := toolsCM(t, ns, "agent"); c == nil || !strings.Contains(c.Data[omniav1.ToolsJSONKey], `"name":"no-prod"`) {
 			return errors.New("the created policy is not in tools.json yet")

@@ -47,7 +47,7 @@ func TestUnsupportedFieldsReportedAgentRuns(t *testing.T) {
 	cm, pack := packObjects(ns, "support-v1", "1.0.0", validPack)
 	tts := &omniav1.Provider{ObjectMeta: metav1.ObjectMeta{Name: "voice", Namespace: ns}, Spec: omniav1.ProviderSpec{
 		Type: omniav1.ProviderTypeCartesia, Role: omniav1.ProviderRoleTTS, Model: "sonic", TTS: &omniav1.TTSConfig{Voice: "v"}}}
-	mustCreate(t, cm, pack, mockProvider(ns, "llm"), tts, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+	ctrltest.Create(t, env, cm, pack, mockProvider(ns, "llm"), tts, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 		a.Spec.Evals = &omniav1.EvalConfig{Enabled: true}
 		a.Spec.Media = &omniav1.MediaConfig{}
 		a.Spec.Facades[0].ExtraEnv = []corev1.EnvVar{{Name: "A", Value: "b"}}

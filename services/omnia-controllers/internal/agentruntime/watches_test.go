@@ -27,7 +27,7 @@ func TestRegistrySecretAndOwnedWatches(t *testing.T) {
 		Labels: map[string]string{omniav1.LabelType: omniav1.LabelTypeCredentials}}, Data: map[string][]byte{"api-key": []byte("k1")}}
 	prov := mockProvider(ns, "llm")
 	prov.Spec.Credential = &omniav1.CredentialConfig{SecretRef: &omniav1.SecretKeyRef{Name: "llm-key"}}
-	mustCreate(t, cm, pack, sec, prov, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
+	ctrltest.Create(t, env, cm, pack, sec, prov, newAgent(ns, "agent", func(a *omniav1.AgentRuntime) {
 		a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "tools"}
 	}))
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhasePending, omniav1.ConditionToolRegistryReady, omniav1.ReasonToolRegistryNotFound))
@@ -41,7 +41,7 @@ func TestRegistrySecretAndOwnedWatches(t *testing.T) {
 	tr := &omniav1.ToolRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tools", Namespace: ns}, Spec: omniav1.ToolRegistrySpec{Handlers: []omniav1.HandlerDefinition{{
 		Name: "ask", Type: omniav1.HandlerTypeClient, Tool: &omniav1.ToolDefinition{Name: "ask", Description: "ask the user",
 			InputSchema: apiextensionsv1.JSON{Raw: []byte(`{"type":"object"}`)}}}}}}
-	mustCreate(t, tr)
+	ctrltest.Create(t, env, tr)
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhasePending, omniav1.ConditionToolRegistryReady, omniav1.ReasonToolRegistryFound))
 	ctrltest.Eventually(t, wait, func() error { // the registry is a pod input
 		if n := len(replicaSets(t, ns, "agent")); n != 2 {

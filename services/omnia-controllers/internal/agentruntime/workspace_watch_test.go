@@ -81,7 +81,7 @@ func TestWorkspaceReachesAgentThroughWatch(t *testing.T) {
 			Autoscaling: &omniav1.AutoscalingConfig{Enabled: true, MinReplicas: ptr(int32(2)), MaxReplicas: ptr(int32(4))}}},
 	}}
 	probe.settle(t, key)
-	mustCreate(t, ws)
+	ctrltest.Create(t, env, ws)
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), ws) })
 	ctrltest.Eventually(t, wait, template("team-sa", ns))
 	ctrltest.Eventually(t, wait, hpa(4))

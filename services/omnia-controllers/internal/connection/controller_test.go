@@ -29,15 +29,6 @@ func start(t *testing.T) {
 	})
 }
 
-func create(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func newConn(ns, name string, c *omniav1.ConnectionCredential) *omniav1.Connection {
 	o := conn(0, c)
 	o.Namespace, o.Name = ns, name
@@ -67,12 +58,12 @@ func TestSecretWatchDrivesReady(t *testing.T) {
 	ns := env.Namespace(t)
 	start(t)
 	ctx := context.Background()
-	create(t, newConn(ns, "github", cred(nil)))
+	ctrltest.Create(t, env, newConn(ns, "github", cred(nil)))
 	ctrltest.Eventually(t, wait, statusIs(ns, "github", omniav1.ConnectionPhaseFailed, omniav1.ReasonSecretNotFound))
 
 	s := credentials(ns, "gh", map[string]string{"token": secretValue})
 	s.Labels = nil
-	create(t, s)
+	ctrltest.Create(t, env, s)
 	ctrltest.Consistently(t, 2*time.Second, statusIs(ns, "github", omniav1.ConnectionPhaseFailed, omniav1.ReasonSecretNotFound))
 
 	steps := []struct {
@@ -119,13 +110,13 @@ func TestSecretValueNeverShown(t *testing.T) {
 	ctx := context.Background()
 	hidden := credentials(ns, "hidden", map[string]string{"token": secretValue})
 	hidden.Labels = nil
-	create(t, credentials(ns, "gh", map[string]string{"token": secretValue, "pat": secretValue}), hidden,
+	ctrltest.Create(t, env, credentials(ns, "gh", map[string]string{"token": secretValue, "pat": secretValue}), hidden,
 		newConn(ns, "resolved", cred(nil)), newConn(ns, "wrong-key", cred(new("missing"))))
 	asEnv := cred(new("pat"))
 	asEnv.InjectAs, asEnv.EnvVar = omniav1.InjectEnv, "GITHUB_TOKEN"
 	unlabelled := cred(nil)
 	unlabelled.SecretRef.Name = "hidden"
-	create(t, newConn(ns, "env", asEnv), newConn(ns, "unlabelled", unlabelled))
+	ctrltest.Create(t, env, newConn(ns, "env", asEnv), newConn(ns, "unlabelled", unlabelled))
 	ctrltest.Eventually(t, wait, statusIs(ns, "resolved", omniav1.ConnectionPhaseReady, omniav1.ReasonCredentialResolved))
 	ctrltest.Eventually(t, wait, statusIs(ns, "env", omniav1.ConnectionPhaseReady, omniav1.ReasonCredentialResolved))
 	ctrltest.Eventually(t, wait, statusIs(ns, "wrong-key", omniav1.ConnectionPhaseFailed, omniav1.ReasonSecretKeyMissing))
@@ -161,11 +152,11 @@ func TestSecretValueNeverShown(t *testing.T) {
 // its Secret.
 func TestTransientAPIFailureIsReturned(t *testing.T) {
 	ns, ctx, c := ctrltest.ByHand(t, env) // cache and indexes only
-	create(t, credentials(ns, "gh", map[string]string{"token": secretValue}))
+	ctrltest.Create(t, env, credentials(ns, "gh", map[string]string{"token": secretValue}))
 	for i, fail := range []string{ctrltest.Call("get", &corev1.Secret{}), ctrltest.Call("status", &omniav1.Connection{}), ""} {
 		name := fmt.Sprintf("conn-%d", i)
 		t.Run(fmt.Sprintf("fail %q", fail), func(t *testing.T) {
-			create(t, newConn(ns, name, cred(nil)))
+			ctrltest.Create(t, env, newConn(ns, name, cred(nil)))
 			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}
 			ctrltest.Eventually(t, wait, func() error { return c.Get(ctx, req.NamespacedName, &omniav1.Connection{}) })
 			if fail != "" {
@@ -204,7 +195,7 @@ func TestSecretWatchMapsToConnections(t *testing.T) {
 	ctx := context.Background()
 	passes := ctrltest.StartCounting(t, env, newReconciler)
 	c := newConn(ns, "github", cred(nil))
-	create(t, c)
+	ctrltest.Create(t, env, c)
 	key := client.ObjectKeyFromObject(c)
 	s := credentials(ns, "gh", map[string]string{"token": secretValue})
 	steps := []ctrltest.WatchStep{

@@ -42,6 +42,18 @@ func ByHand(t testing.TB, env *testenv.Env) (ns string, ctx context.Context, c c
 	return env.Namespace(t), context.Background(), StartManager(t, env)
 }
 
+// Create creates objs through env's API server, in order, and fails t on
+// the first that is refused: the setup step of nearly every test here,
+// whose failure leaves nothing to test.
+func Create(t testing.TB, env *testenv.Env, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := env.Client.Create(context.Background(), o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
 // StartManager runs a manager with the shared field indexes and the given
 // controllers until the test ends, and returns its cached client.
 func StartManager(t testing.TB, env *testenv.Env, setups ...Setup) client.Client {

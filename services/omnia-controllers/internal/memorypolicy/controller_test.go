@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -39,19 +38,12 @@ func ready(ns, name string, status metav1.ConditionStatus, reason, msgHas string
 func TestBadPatternThenFixed(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, nil)
-	})
+	ctrltest.Start(t, env, newReconciler, nil)
 	a := &omniav1.AgentRuntime{ObjectMeta: metav1.ObjectMeta{Name: "chat", Namespace: ns},
 		Spec: omniav1.AgentRuntimeSpec{PromptPackRef: omniav1.PromptPackRef{Name: "pack"}, Facades: []omniav1.FacadeConfig{{Type: omniav1.FacadeTypeWebSocket}}}}
 	p := &omniav1.MemoryPolicy{ObjectMeta: metav1.ObjectMeta{Name: "pii", Namespace: ns},
 		Spec: omniav1.MemoryPolicySpec{Redact: []omniav1.RedactionRule{{Category: omniav1.PIIEmail}, {Pattern: `ACC-(\d{8}`}}}}
-	if err := env.Client.Create(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, a, p)
 	ctrltest.Eventually(t, wait, ready(ns, "pii", metav1.ConditionFalse, omniav1.ReasonInvalidRedaction, "spec.redact[1].pattern", 0))
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pii"}, p); err != nil {
 		t.Fatal(err)

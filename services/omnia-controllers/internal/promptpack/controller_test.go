@@ -37,23 +37,16 @@ func start(t *testing.T) *ctrltest.Counter {
 }
 
 // createPack creates a ConfigMap-sourced PromptPack version and its ConfigMap (none when content is "").
-//
-//nolint:contextcheck // test helper: it makes its own context.Background(), the only context the tests here have; callers have nothing cancellable to pass
 func createPack(t *testing.T, ns, name, packName, version, content string) {
 	t.Helper()
-	ctx := context.Background()
 	if content != "" {
 		c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-cm", Namespace: ns}, Data: map[string]string{omniav1.PackJSONKey: content}}
-		if err := env.Client.Create(ctx, c); err != nil {
-			t.Fatal(err)
-		}
+		ctrltest.Create(t, env, c)
 	}
 	p := &omniav1.PromptPack{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: omniav1.PromptPackSpec{
 		PackName: packName, Version: version,
 		Source: omniav1.PromptPackSource{Type: omniav1.SourceTypeConfigMap, ConfigMapRef: &omniav1.LocalObjectReference{Name: name + "-cm"}}}}
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, p)
 }
 
 // getPack reads a PromptPack through the API server.
@@ -111,9 +104,7 @@ func TestLiveSourceIsActiveFromSpec(t *testing.T) {
 	p := &omniav1.PromptPack{ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: ns}, Spec: omniav1.PromptPackSpec{
 		PackName: "dev", Version: "0.1.0",
 		Source: omniav1.PromptPackSource{Type: omniav1.SourceTypeLive, Live: &omniav1.LivePromptSource{URL: "http://127.0.0.1:1/pack.json"}}}}
-	if err := env.Client.Create(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, p)
 	ctrltest.Eventually(t, wait, phaseIs(ns, "live", omniav1.PromptPackPhaseActive))
 	ctrltest.Eventually(t, wait, condIs(ns, "live", omniav1.ConditionSourceValid, metav1.ConditionTrue, omniav1.ReasonLiveSource))
 	got, _ := getPack(ns, "live")
@@ -137,9 +128,7 @@ func TestSourceFailureThenFix(t *testing.T) {
 	ctrltest.Eventually(t, wait, eventFor(ns, "a", omniav1.EventSourceValidationFailed, `ConfigMap "a-cm" not found`))
 
 	c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a-cm", Namespace: ns}, Data: map[string]string{omniav1.PackJSONKey: validPack}}
-	if err := env.Client.Create(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, c)
 	ctrltest.Eventually(t, wait, phaseIs(ns, "a", omniav1.PromptPackPhaseActive))
 	got, _ := getPack(ns, "a")
 	if !strings.HasPrefix(got.Status.ContentDigest, "sha256:") {
@@ -237,9 +226,7 @@ func TestAgentsNotifiedCounts(t *testing.T) {
 	ar := &omniav1.AgentRuntime{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns}, Spec: omniav1.AgentRuntimeSpec{
 		PromptPackRef: omniav1.PromptPackRef{Name: "support"},
 		Facades:       []omniav1.FacadeConfig{{Type: omniav1.FacadeTypeWebSocket}}}}
-	if err := env.Client.Create(context.Background(), ar); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, ar)
 	ctrltest.Eventually(t, wait, condIs(ns, "a", omniav1.ConditionAgentsNotified, metav1.ConditionTrue, omniav1.ReasonAgentsNotified))
 	// A second version makes the controller rank (and count) again.
 	createPack(t, ns, "b", "support", "1.1.0", validPack)
@@ -328,9 +315,7 @@ func TestValidMetricFollowsThePack(t *testing.T) {
 	live := &omniav1.PromptPack{ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: ns}, Spec: omniav1.PromptPackSpec{
 		PackName: "dev", Version: "0.1.0",
 		Source: omniav1.PromptPackSource{Type: omniav1.SourceTypeLive, Live: &omniav1.LivePromptSource{URL: "http://127.0.0.1:1/pack.json"}}}}
-	if err := env.Client.Create(ctx, live); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, live)
 	createPack(t, ns, "a", "support", "1.0.0", `{"id":"Not Valid"}`)
 	series := func(name string) prometheus.Labels { return prometheus.Labels{"namespace": ns, "promptpack": name} }
 	ctrltest.Eventually(t, wait, ctrltest.MetricIs(metrics.PromptPackValid, series("live"), 1))

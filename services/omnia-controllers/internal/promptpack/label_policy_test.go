@@ -102,9 +102,7 @@ func TestThePackNameLabelIsStampedAtAdmission(t *testing.T) {
 			p := &omniav1.PromptPack{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pack-%d", i), Namespace: ns, Labels: tc.labels},
 				Spec: omniav1.PromptPackSpec{PackName: "support", Version: "1.0.0",
 					Source: omniav1.PromptPackSource{Type: omniav1.SourceTypeConfigMap, ConfigMapRef: &omniav1.LocalObjectReference{Name: "cm"}}}}
-			if err := env.Client.Create(ctx, p); err != nil {
-				t.Fatal(err)
-			}
+			ctrltest.Create(t, env, p)
 			if got := p.Labels[omniav1.LabelPromptPack]; got != "support" {
 				t.Fatalf("label %q after create, want %q", got, "support")
 			}

@@ -204,16 +204,12 @@ func TestSkillSourceWatch(t *testing.T) {
 	})
 	ctx := context.Background()
 	c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a-cm", Namespace: ns}, Data: map[string]string{omniav1.PackJSONKey: toolPack}}
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, c)
 	p := &omniav1.PromptPack{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns}, Spec: omniav1.PromptPackSpec{
 		PackName: "support", Version: "1.0.0",
 		Source: omniav1.PromptPackSource{Type: omniav1.SourceTypeConfigMap, ConfigMapRef: &omniav1.LocalObjectReference{Name: "a-cm"}},
 		Skills: []omniav1.SkillRef{{Source: "billing", Include: []string{"refunds"}, MountAs: "money"}}}}
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, p)
 	ctrltest.Eventually(t, wait, condIs(ns, "a", omniav1.ConditionSkillsResolved, metav1.ConditionFalse, omniav1.ReasonLookupFailed))
 	ctrltest.Eventually(t, wait, phaseIs(ns, "a", omniav1.PromptPackPhaseActive))
 
@@ -221,9 +217,7 @@ func TestSkillSourceWatch(t *testing.T) {
 	// would write, which is the event the watch must carry.
 	src := &omniav1.SkillSource{ObjectMeta: metav1.ObjectMeta{Name: "billing", Namespace: ns},
 		Spec: omniav1.SkillSourceSpec{ConfigMapRef: omniav1.LocalObjectReference{Name: "skills"}}}
-	if err := env.Client.Create(ctx, src); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, src)
 	ctrltest.Eventually(t, wait, condIs(ns, "a", omniav1.ConditionSkillsResolved, metav1.ConditionFalse, omniav1.ReasonLookupFailed))
 	src.Status = omniav1.SkillSourceStatus{Phase: omniav1.SkillSourcePhaseReady, ObservedGeneration: src.Generation,
 		Skills: []omniav1.SkillSourceSkill{skill("refunds", "issue_refund"), skill("invoices")}}
@@ -258,16 +252,12 @@ func (s swallowErrors) Reconcile(ctx context.Context, req reconcile.Request) (re
 func TestMissingSkillSourceIsRetried(t *testing.T) {
 	ns, ctx, c := ctrltest.ByHand(t, env) // cache and indexes only
 	cfg := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a-cm", Namespace: ns}, Data: map[string]string{omniav1.PackJSONKey: validPack}}
-	if err := env.Client.Create(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, cfg)
 	p := &omniav1.PromptPack{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns}, Spec: omniav1.PromptPackSpec{
 		PackName: "support", Version: "1.0.0",
 		Source: omniav1.PromptPackSource{Type: omniav1.SourceTypeConfigMap, ConfigMapRef: &omniav1.LocalObjectReference{Name: "a-cm"}},
 		Skills: []omniav1.SkillRef{{Source: "ghost"}}}}
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, p)
 	ctrltest.Eventually(t, wait, func() error {
 		if _, err := getCached(c, ns, "a"); err != nil {
 			return err

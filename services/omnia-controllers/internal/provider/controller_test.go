@@ -68,9 +68,7 @@ func TestUnreachableEndpointRecheckedOnTimer(t *testing.T) {
 	_ = l.Close()
 	p := &omniav1.Provider{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
 		Spec: omniav1.ProviderSpec{Type: omniav1.ProviderTypeOllama, Model: "llama3", BaseURL: "http://" + addr}}
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, p)
 	direct := &Reconciler{Client: env.Client}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "p"}}
 	res, err := direct.Reconcile(ctx, req)
@@ -117,9 +115,7 @@ func TestCredentialSecretFlow(t *testing.T) {
 	p := &omniav1.Provider{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
 		Spec: omniav1.ProviderSpec{Type: omniav1.ProviderTypeOpenAI, Model: "gpt-4o", BaseURL: vendor.URL,
 			Credential: &omniav1.CredentialConfig{SecretRef: &omniav1.SecretKeyRef{Name: "openai"}}}}
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, p)
 	direct := &Reconciler{Client: env.Client}
 	if res, err := direct.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "p"}}); err == nil || res.RequeueAfter != 0 {
 		t.Fatalf("missing Secret: %+v %v, want an error", res, err)
@@ -128,9 +124,7 @@ func TestCredentialSecretFlow(t *testing.T) {
 
 	start(t)
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "openai", Namespace: ns, Labels: map[string]string{omniav1.LabelType: omniav1.LabelTypeCredentials}}, Data: map[string][]byte{"OPENAI_API_KEY": []byte("sk-good")}}
-	if err := env.Client.Create(ctx, sec); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, sec)
 	ctrltest.Eventually(t, wait, phaseIs(ns, omniav1.ProviderPhaseReady, omniav1.ConditionCredentialValid, omniav1.ReasonCredentialAccepted))
 
 	sec.Data["OPENAI_API_KEY"] = []byte("sk-bad")
@@ -178,9 +172,7 @@ func TestDeletedProviderVerdictDropped(t *testing.T) {
 	}
 	p := newProvider()
 	for _, o := range []client.Object{sec, p} {
-		if err := env.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
+		ctrltest.Create(t, env, o)
 	}
 	r := &Reconciler{Client: env.Client, ProbeCredentials: true, ProbeOverHTTP: true}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "p"}}
@@ -204,9 +196,7 @@ func TestDeletedProviderVerdictDropped(t *testing.T) {
 		}
 		return nil
 	})
-	if err := env.Client.Create(ctx, newProvider()); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, newProvider())
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
@@ -232,9 +222,7 @@ func TestReadyMetricFollowsTheProvider(t *testing.T) {
 	unreachable := &omniav1.Provider{ObjectMeta: metav1.ObjectMeta{Name: "down", Namespace: ns},
 		Spec: omniav1.ProviderSpec{Type: omniav1.ProviderTypeOllama, Model: "llama3", BaseURL: "http://" + closed}}
 	for _, p := range []*omniav1.Provider{ready, unreachable} {
-		if err := env.Client.Create(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		ctrltest.Create(t, env, p)
 	}
 	series := func(name string) prometheus.Labels { return prometheus.Labels{"namespace": ns, "provider": name} }
 	ctrltest.Eventually(t, wait, phaseIs(ns, omniav1.ProviderPhaseReady, omniav1.ConditionReady, ReasonReady))

@@ -22,9 +22,7 @@ import (
 func TestTransientAPIFailureIsReturned(t *testing.T) {
 	ns, ctx, c := ctrltest.ByHand(t, env) // cache only
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "key", Namespace: ns, Labels: map[string]string{omniav1.LabelType: omniav1.LabelTypeCredentials}}, Data: map[string][]byte{"api-key": []byte("k")}}
-	if err := env.Client.Create(ctx, sec); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, sec)
 	cases := []ctrltest.Failure{
 		{Name: "reading the credential Secret fails", Fail: ctrltest.Call("get", &corev1.Secret{})},
 		{Name: "writing the status fails", Fail: ctrltest.Call("status", &omniav1.Provider{})},
@@ -34,9 +32,7 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 	ctrltest.CheckFailuresReturned(t, c, newR, cases, func(t *testing.T, i int) reconcile.Request {
 		p := &omniav1.Provider{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: ns},
 			Spec: omniav1.ProviderSpec{Type: omniav1.ProviderTypeMock, Credential: &omniav1.CredentialConfig{SecretRef: &omniav1.SecretKeyRef{Name: "key"}}}}
-		if err := env.Client.Create(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		ctrltest.Create(t, env, p)
 		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: p.Name}}
 		ctrltest.Eventually(t, wait, func() error {
 			if err := c.Get(ctx, req.NamespacedName, &omniav1.Provider{}); err != nil {

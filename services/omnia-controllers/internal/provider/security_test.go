@@ -97,7 +97,6 @@ func TestTheProbeSendsNoKeyAProviderMayNotUse(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := env.Namespace(t)
-			ctx := context.Background()
 			catcher := &keyCatcher{key: key}
 			var vendor *httptest.Server
 			target := httptest.NewTLSServer(catcher)
@@ -123,9 +122,7 @@ func TestTheProbeSendsNoKeyAProviderMayNotUse(t *testing.T) {
 			// certificate), as a real client trusts real vendors.
 			startProbing(t, target.Client(), tc.overHTTP)
 			for _, o := range []client.Object{victimSecret(ns, key, tc.optedIn), attackerProvider(ns, vendor.URL)} {
-				if err := env.Client.Create(ctx, o); err != nil {
-					t.Fatal(err)
-				}
+				ctrltest.Create(t, env, o)
 			}
 			if tc.wantReason == "" {
 				ctrltest.Eventually(t, wait, phaseIs(ns, omniav1.ProviderPhaseError, omniav1.ConditionSecretFound, omniav1.ReasonSecretNotFound))
@@ -164,9 +161,7 @@ func TestTheCacheHoldsOnlyOptedInSecrets(t *testing.T) {
 	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-password", Namespace: ns}, Data: map[string][]byte{"p": []byte("x")}}
 	opted := victimSecret(ns, "sk", true)
 	for _, o := range []client.Object{other, opted} {
-		if err := env.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
+		ctrltest.Create(t, env, o)
 	}
 	ctrltest.Eventually(t, wait, func() error {
 		var l corev1.SecretList

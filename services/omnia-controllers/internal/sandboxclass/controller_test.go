@@ -43,9 +43,7 @@ func TestReferencesDriveReady(t *testing.T) {
 	rcName := "gvisor-" + ns // RuntimeClasses are cluster-scoped; one per test namespace
 	c := class(0, rcName, "github")
 	c.Namespace = ns
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, c)
 	ctrltest.Eventually(t, wait, statusIs(ns, "gvisor", omniav1.SandboxClassPhaseFailed, omniav1.ReasonRuntimeClassNotFound))
 
 	rc := runtimeClassObj(rcName)
@@ -122,9 +120,7 @@ func TestWatchesMapToClasses(t *testing.T) {
 	rcName := "kata-" + ns
 	c := class(0, rcName, "github")
 	c.Namespace = ns
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, c)
 	key := client.ObjectKeyFromObject(c)
 	conn := &omniav1.Connection{ObjectMeta: metav1.ObjectMeta{Name: "github", Namespace: ns}, Spec: omniav1.ConnectionSpec{URL: "https://api.github.com"}}
 	other := &omniav1.Connection{ObjectMeta: metav1.ObjectMeta{Name: "slack", Namespace: ns}, Spec: omniav1.ConnectionSpec{URL: "https://slack.com"}}

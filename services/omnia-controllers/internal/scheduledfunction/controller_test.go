@@ -78,14 +78,10 @@ func TestFiresOncePerPeriod(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	if err := env.Client.Create(ctx, functionAgent(ns)); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, functionAgent(ns))
 	f := &omniav1.ScheduledFunction{ObjectMeta: metav1.ObjectMeta{Name: "report", Namespace: ns},
 		Spec: omniav1.ScheduledFunctionSpec{Schedule: "* * * * *", AgentRuntimeRef: omniav1.LocalObjectReference{Name: "fn"}}}
-	if err := env.Client.Create(ctx, f); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, f)
 	// The clock starts at the object's creation, so no time is due yet.
 	first := f.CreationTimestamp.Time.Truncate(time.Minute).Add(time.Minute)
 	clk := &clock{now: f.CreationTimestamp.Time}
@@ -168,9 +164,7 @@ func TestWrongModeIsACondition(t *testing.T) {
 	ctx := context.Background()
 	a := &omniav1.AgentRuntime{ObjectMeta: metav1.ObjectMeta{Name: "fn", Namespace: ns},
 		Spec: omniav1.AgentRuntimeSpec{PromptPackRef: omniav1.PromptPackRef{Name: "pack"}, Facades: []omniav1.FacadeConfig{{Type: omniav1.FacadeTypeWebSocket}}}}
-	if err := env.Client.Create(ctx, a); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, a)
 	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
 		return (&Reconciler{Client: mgr.GetClient(), Invoker: &HTTPInvoker{}}).SetupWithManager(mgr, nil)
 	})

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -53,21 +52,12 @@ func state(ns, name string, appliesTo []string, conflict metav1.ConditionStatus)
 func TestPoliciesFollowAgentsAndEachOther(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, nil)
-	})
-	mustCreate := func(o client.Object) {
-		t.Helper()
-		if err := env.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mustCreate(newAgent(ns, "billing", "a"))
-	mustCreate(newPolicy(ns, "team-a", &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}))
+	ctrltest.Start(t, env, newReconciler, nil)
+	ctrltest.Create(t, env, newAgent(ns, "billing", "a"), newPolicy(ns, "team-a", &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}))
 	ctrltest.Eventually(t, wait, state(ns, "team-a", []string{"billing"}, metav1.ConditionFalse))
 
 	t.Run("an agent created with the label joins", func(t *testing.T) {
-		mustCreate(newAgent(ns, "search", "a"))
+		ctrltest.Create(t, env, newAgent(ns, "search", "a"))
 		ctrltest.Eventually(t, wait, state(ns, "team-a", []string{"billing", "search"}, metav1.ConditionFalse))
 	})
 	t.Run("an agent relabelled away leaves", func(t *testing.T) {
@@ -84,7 +74,7 @@ func TestPoliciesFollowAgentsAndEachOther(t *testing.T) {
 	t.Run("a younger policy over all agents conflicts on both, naming the other and the older as in force", func(t *testing.T) {
 		// creationTimestamp has whole seconds: the second policy is younger.
 		time.Sleep(1100 * time.Millisecond)
-		mustCreate(newPolicy(ns, "all", nil))
+		ctrltest.Create(t, env, newPolicy(ns, "all", nil))
 		ctrltest.Eventually(t, wait, state(ns, "all", []string{"search"}, metav1.ConditionTrue))
 		ctrltest.Eventually(t, wait, state(ns, "team-a", []string{"billing"}, metav1.ConditionTrue))
 		p := &omniav1.SessionRetentionPolicy{}

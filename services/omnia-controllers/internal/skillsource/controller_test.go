@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -30,15 +29,6 @@ func start(t *testing.T) {
 	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
 		return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, nil)
 	})
-}
-
-func create(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 func newSource(ns, name, cm string) *omniav1.SkillSource {
@@ -91,7 +81,7 @@ func TestConfigMapEditsFlowToStatus(t *testing.T) {
 	ns := env.Namespace(t)
 	start(t)
 	cm := newConfigMap(ns, "skills", map[string]string{"refunds.SKILL.md": refundsDoc, "README.md": "ignored"})
-	create(t, cm, newSource(ns, "support", "skills"))
+	ctrltest.Create(t, env, cm, newSource(ns, "support", "skills"))
 	ctrltest.Eventually(t, wait, statusIs(ns, "support", omniav1.SkillSourcePhaseReady, omniav1.ReasonSkillsSynced, []string{"refunds"}))
 	got := getSource(t, ns, "support")
 	want := omniav1.SkillSourceSkill{Name: "refunds", Description: "Handle refund requests within policy.",
@@ -126,13 +116,13 @@ func TestConfigMapEditsFlowToStatus(t *testing.T) {
 func TestMissingConfigMapThenCreated(t *testing.T) {
 	ns := env.Namespace(t)
 	start(t)
-	create(t, newSource(ns, "support", "later"))
+	ctrltest.Create(t, env, newSource(ns, "support", "later"))
 	ctrltest.Eventually(t, wait, statusIs(ns, "support", omniav1.SkillSourcePhaseError, omniav1.ReasonSkillConfigMapNotFound, nil))
 	c := meta.FindStatusCondition(getSource(t, ns, "support").Status.Conditions, omniav1.ConditionReady)
 	if !strings.Contains(c.Message, `ConfigMap "later" not found`) {
 		t.Errorf("Ready message %q", c.Message)
 	}
-	create(t, newConfigMap(ns, "later", map[string]string{"SKILL.md": triageDoc}))
+	ctrltest.Create(t, env, newConfigMap(ns, "later", map[string]string{"SKILL.md": triageDoc}))
 	ctrltest.Eventually(t, wait, statusIs(ns, "support", omniav1.SkillSourcePhaseReady, omniav1.ReasonSkillsSynced, []string{"triage"}))
 }
 
@@ -143,7 +133,7 @@ func TestMissingConfigMapThenCreated(t *testing.T) {
 func TestRequeueSplit(t *testing.T) {
 	ns := env.Namespace(t)
 	c := ctrltest.StartManager(t, env) // cache and indexes only, no controller
-	create(t,
+	ctrltest.Create(t, env,
 		newSource(ns, "missing", "nowhere"),
 		newConfigMap(ns, "bad", map[string]string{"a.SKILL.md": "no frontmatter"}), newSource(ns, "bad", "bad"),
 		newConfigMap(ns, "good", map[string]string{"a.SKILL.md": triageDoc}), newSource(ns, "good", "good"))

@@ -79,9 +79,7 @@ func TestCompileErrorThenFix(t *testing.T) {
 	ctx := context.Background()
 	p := policy(0, []omniav1.ToolPolicyRule{rule("no-drop", `headers["X-Omnia-Tool-Name"] == "drop_table"`), rule("big", "body.amount > 1000")})
 	p.Namespace = ns
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, p)
 	ctrltest.Eventually(t, wait, statusIs(ns, "pol", omniav1.ToolPolicyPhaseActive, omniav1.ReasonPolicyValidated, 2))
 	ctrltest.Eventually(t, wait, eventFor(ns, "pol", "Normal", omniav1.EventPolicyCompiled, "2 rule(s)"))
 

@@ -32,17 +32,13 @@ func start(t *testing.T) *ctrltest.Counter {
 }
 
 // create creates tr in ns, named "tools" unless it has a name.
-//
-//nolint:contextcheck // test helper: it makes its own context.Background(), the only context the tests here have; callers have nothing cancellable to pass
 func create(t *testing.T, ns string, tr *omniav1.ToolRegistry) {
 	t.Helper()
 	tr.Namespace = ns
 	if tr.Name == "" {
 		tr.Name = "tools"
 	}
-	if err := env.Client.Create(context.Background(), tr); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, tr)
 }
 
 func get(ns string) (*omniav1.ToolRegistry, error) {
@@ -178,9 +174,7 @@ func TestPolicyAndSandboxWatches(t *testing.T) {
 	pol := &omniav1.ToolPolicy{ObjectMeta: metav1.ObjectMeta{Name: "pol", Namespace: ns}, Spec: omniav1.ToolPolicySpec{
 		Selector: omniav1.ToolPolicySelector{Registry: "tools"},
 		Rules:    []omniav1.ToolPolicyRule{{Name: "r", Deny: omniav1.ToolPolicyDeny{CEL: "false", Message: "no"}}}}}
-	if err := env.Client.Create(ctx, pol); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, pol)
 	ctrltest.Eventually(t, wait, condIs(ns, omniav1.ConditionPolicyBound, metav1.ConditionFalse, omniav1.ReasonPolicyNotCompiled))
 	// No ToolPolicy controller runs here; the test plays its part.
 	pol.Status.Phase = omniav1.ToolPolicyPhaseActive
@@ -196,9 +190,7 @@ func TestPolicyAndSandboxWatches(t *testing.T) {
 	// (ready).
 	becomesReady := func(obj client.Object, markReady func(), cond, notReady, ready string) {
 		t.Helper()
-		if err := env.Client.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
+		ctrltest.Create(t, env, obj)
 		ctrltest.Eventually(t, wait, condIs(ns, cond, metav1.ConditionFalse, notReady))
 		markReady()
 		if err := env.Client.Status().Update(ctx, obj); err != nil {

@@ -97,9 +97,7 @@ func TestPolicyBoundFollowsTheToolPolicyWatch(t *testing.T) {
 	pol := &omniav1.ToolPolicy{ObjectMeta: metav1.ObjectMeta{Name: "pol", Namespace: ns}, Spec: omniav1.ToolPolicySpec{
 		Selector: omniav1.ToolPolicySelector{Registry: "a"},
 		Rules:    []omniav1.ToolPolicyRule{{Name: "r", Deny: omniav1.ToolPolicyDeny{CEL: "false", Message: "no"}}}}}
-	if err := env.Client.Create(ctx, pol); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, pol)
 	// No ToolPolicy controller runs here; the test marks it compiled.
 	pol.Status.Phase = omniav1.ToolPolicyPhaseActive
 	if err := env.Client.Status().Update(ctx, pol); err != nil {

@@ -36,9 +36,7 @@ func start(t *testing.T) client.Client {
 func newWorkspace(t *testing.T, name, ns string) {
 	t.Helper()
 	ws := &omniav1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: omniav1.WorkspaceSpec{Namespace: omniav1.WorkspaceNamespace{Name: ns}}}
-	if err := env.Client.Create(context.Background(), ws); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Create(t, env, ws)
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), ws) })
 }
 
