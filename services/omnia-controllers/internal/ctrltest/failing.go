@@ -123,6 +123,25 @@ func ReturnsInjected(t testing.TB, ctx context.Context, r reconcile.Reconciler, 
 	}
 }
 
+// Retried is an Eventually condition for the passes controller-runtime
+// makes after a failure: each call runs one pass of r on req. A pass that
+// returns an error is tried again (a stale cache may still hide what the
+// failed pass wrote); a successful pass that asks for a timer fails t at
+// once, since success is never requeued; the condition holds once a
+// successful pass leaves the state then checks.
+func Retried(t testing.TB, ctx context.Context, r reconcile.Reconciler, req reconcile.Request, then func() error) func() error {
+	return func() error {
+		res, err := r.Reconcile(ctx, req)
+		if err != nil {
+			return err
+		}
+		if res != (reconcile.Result{}) {
+			t.Fatalf("a successful pass asked for %+v; success is never requeued", res)
+		}
+		return then()
+	}
+}
+
 // Failure is one case of a transient-failure test: the call that fails
 // (named as Call names it), "" for a pass in which nothing does.
 type Failure struct {
