@@ -47,26 +47,11 @@ func (d *decider) pass() {
 
 	image, err := RuntimeImage(in.Agent, d.s.cfg)
 	if err != nil {
-		// A spec or operator configuration problem: a retry reads the same
-		// and fails the same, so wait for an edit.
-		msg := err.Error()
-		if d.set(omniav1.ConditionFrameworkReady, metav1.ConditionFalse, omniav1.ReasonFrameworkImageUnavailable, msg) {
-			d.warn("Resolve", omniav1.EventFrameworkImageUnavailable, msg)
-		}
-		st.Phase = omniav1.AgentRuntimePhasePending
-		d.set(omniav1.ConditionReady, metav1.ConditionFalse, omniav1.ReasonRuntimeNotReady, "no runtime image")
-		d.end(st, 0, nil, nil)
+		d.imageUnavailable("runtime", err)
 		return
 	}
 	if _, err := FacadeImage(in.Agent, d.s.cfg); err != nil {
-		// Like a missing runtime image: wait for an edit.
-		msg := err.Error()
-		if d.set(omniav1.ConditionFrameworkReady, metav1.ConditionFalse, omniav1.ReasonFrameworkImageUnavailable, msg) {
-			d.warn("Resolve", omniav1.EventFrameworkImageUnavailable, msg)
-		}
-		st.Phase = omniav1.AgentRuntimePhasePending
-		d.set(omniav1.ConditionReady, metav1.ConditionFalse, omniav1.ReasonRuntimeNotReady, "no facade image")
-		d.end(st, 0, nil, nil)
+		d.imageUnavailable("facade", err)
 		return
 	}
 	d.set(omniav1.ConditionFrameworkReady, metav1.ConditionTrue, omniav1.ReasonFrameworkImageResolved, image)
@@ -192,6 +177,20 @@ func (d *decider) pass() {
 	// analysis, the OIDC key refresh, the idle deadline, the recheck for
 	// KEDA's CRD.
 	d.end(st, soonest(idle.RequeueAfter, ro.RequeueAfter, jwksAfter, asAfter), nil, nil)
+}
+
+// imageUnavailable ends a pass that has no image to build the agent's
+// what ("runtime", "facade") from, err saying why: a spec or operator
+// configuration problem, which a retry would read the same and fail on
+// the same, so the agent waits in Pending for an edit.
+func (d *decider) imageUnavailable(what string, err error) {
+	msg := err.Error()
+	if d.set(omniav1.ConditionFrameworkReady, metav1.ConditionFalse, omniav1.ReasonFrameworkImageUnavailable, msg) {
+		d.warn("Resolve", omniav1.EventFrameworkImageUnavailable, msg)
+	}
+	d.st.Phase = omniav1.AgentRuntimePhasePending
+	d.set(omniav1.ConditionReady, metav1.ConditionFalse, omniav1.ReasonRuntimeNotReady, "no "+what+" image")
+	d.end(d.st, 0, nil, nil)
 }
 
 // failedApply ends the pass when err, from applying what condition typ
