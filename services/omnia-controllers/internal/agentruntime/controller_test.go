@@ -145,9 +145,7 @@ func TestTemplateStableAcrossUnrelatedReconciles(t *testing.T) {
 	if dep.Generation != gen {
 		t.Fatalf("Deployment generation %d -> %d on unrelated reconciles", gen, dep.Generation)
 	}
-	if n := len(replicaSets(t, ns, "agent")); n != 1 {
-		t.Fatalf("%d ReplicaSets after unrelated reconciles", n)
-	}
+	ctrltest.Holds(t, replicaSetsAre(t, ns, "agent", 1)) // after unrelated reconciles
 	if ps := pods(t, ns, "agent"); len(ps) != 1 || ps[0].UID != podUID {
 		t.Fatalf("pod replaced on unrelated reconciles")
 	}
@@ -157,8 +155,8 @@ func TestTemplateStableAcrossUnrelatedReconciles(t *testing.T) {
 	cm2, pack2 := packObjects(ns, "support-v2", "1.1.0", validPack)
 	ctrltest.Create(t, env, cm2, pack2)
 	ctrltest.Eventually(t, wait, func() error {
-		if n := len(replicaSets(t, ns, "agent")); n != 2 {
-			return fmt.Errorf("%d ReplicaSets, want 2 after the pack moved", n)
+		if err := replicaSetsAre(t, ns, "agent", 2)(); err != nil { // the pack moved
+			return err
 		}
 		a := mustAgent(t, ns, "agent")
 		if a.Status.ActiveVersion == nil || *a.Status.ActiveVersion != "1.1.0" {

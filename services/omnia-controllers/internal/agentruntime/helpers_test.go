@@ -151,6 +151,17 @@ func replicaSets(t *testing.T, ns, agent string) []appsv1.ReplicaSet {
 	return rss.Items
 }
 
+// replicaSetsAre is a condition: agent's Deployment in ns has made n
+// ReplicaSets, one per pod template it ran.
+func replicaSetsAre(t *testing.T, ns, agent string, n int) func() error {
+	return func() error {
+		if got := len(replicaSets(t, ns, agent)); got != n {
+			return fmt.Errorf("%d ReplicaSets, want %d", got, n)
+		}
+		return nil
+	}
+}
+
 func pods(t *testing.T, ns, agent string) []corev1.Pod {
 	t.Helper()
 	var ps corev1.PodList

@@ -62,16 +62,8 @@ func TestSessionPolicyReachesPodsThroughWatch(t *testing.T) {
 			return nil
 		}
 	}
-	replicaSetsAre := func(n int) func() error {
-		return func() error {
-			if got := len(replicaSets(t, ns, "agent")); got != n {
-				return fmt.Errorf("%d ReplicaSets, want %d", got, n)
-			}
-			return nil
-		}
-	}
 	ctrltest.Eventually(t, wait, template(""))
-	ctrltest.Eventually(t, wait, replicaSetsAre(1))
+	ctrltest.Eventually(t, wait, replicaSetsAre(t, ns, "agent", 1))
 
 	steps := []struct {
 		name    string
@@ -83,13 +75,13 @@ func TestSessionPolicyReachesPodsThroughWatch(t *testing.T) {
 			return env.Client.Create(ctx, &omniav1.SessionRetentionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "keep", Namespace: ns},
 				Spec: omniav1.SessionRetentionPolicySpec{AgentSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
 					SessionTTL: metav1.Duration{Duration: time.Hour}}})
-		}, true, []func() error{template("1h0m0s"), replicaSetsAre(2)}},
+		}, true, []func() error{template("1h0m0s"), replicaSetsAre(t, ns, "agent", 2)}},
 		{"a TTL edit rolls the pods", func(t *testing.T) error {
 			update(t, &omniav1.SessionRetentionPolicy{}, ns, "keep", func(o client.Object) {
 				o.(*omniav1.SessionRetentionPolicy).Spec.SessionTTL.Duration = 2 * time.Hour
 			})
 			return nil
-		}, true, []func() error{template("2h0m0s"), replicaSetsAre(3)}},
+		}, true, []func() error{template("2h0m0s"), replicaSetsAre(t, ns, "agent", 3)}},
 		{"a status write on the policy enqueues nothing", func(t *testing.T) error {
 			p := &omniav1.SessionRetentionPolicy{}
 			if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "keep"}, p); err != nil {
@@ -99,18 +91,18 @@ func TestSessionPolicyReachesPodsThroughWatch(t *testing.T) {
 				Conditions: []metav1.Condition{{Type: omniav1.ConditionReady, Status: metav1.ConditionTrue, Reason: omniav1.ReasonPolicyValid,
 					Message: "played", LastTransitionTime: metav1.Now()}}}
 			return env.Client.Status().Update(ctx, p)
-		}, false, []func() error{template("2h0m0s"), replicaSetsAre(3)}},
+		}, false, []func() error{template("2h0m0s"), replicaSetsAre(t, ns, "agent", 3)}},
 		{"a label edit on the policy enqueues the agent", func(t *testing.T) error {
 			update(t, &omniav1.SessionRetentionPolicy{}, ns, "keep", func(o client.Object) { o.SetLabels(map[string]string{"owner": "x"}) })
 			return nil
-		}, true, []func() error{template("2h0m0s"), replicaSetsAre(3)}},
+		}, true, []func() error{template("2h0m0s"), replicaSetsAre(t, ns, "agent", 3)}},
 		{"a MemoryPolicy created after the agent reaches its pods", func(t *testing.T) error {
 			return env.Client.Create(ctx, &omniav1.MemoryPolicy{ObjectMeta: metav1.ObjectMeta{Name: "mem", Namespace: ns},
 				Spec: omniav1.MemoryPolicySpec{MaxEntriesPerUser: ptr(int32(10))}})
-		}, true, []func() error{memory(`{"maxEntriesPerUser":10}`), replicaSetsAre(4)}},
+		}, true, []func() error{memory(`{"maxEntriesPerUser":10}`), replicaSetsAre(t, ns, "agent", 4)}},
 		{"deleting the policy takes its env off", func(t *testing.T) error {
 			return env.Client.Delete(ctx, &omniav1.SessionRetentionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "keep", Namespace: ns}})
-		}, true, []func() error{template(""), memory(`{"maxEntriesPerUser":10}`), replicaSetsAre(5)}},
+		}, true, []func() error{template(""), memory(`{"maxEntriesPerUser":10}`), replicaSetsAre(t, ns, "agent", 5)}},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {

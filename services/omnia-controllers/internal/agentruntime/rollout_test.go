@@ -330,6 +330,27 @@ func roCondition(a *omniav1.AgentRuntime, typ string, status metav1.ConditionSta
 	return ctrltest.ConditionIs(a.Status.Conditions, typ, status, reason)
 }
 
+// roAtStep checks that a's rollout is at step with a message containing
+// msgHas.
+func roAtStep(a *omniav1.AgentRuntime, step int32, msgHas string) error {
+	ro := a.Status.Rollout
+	if ro == nil || ro.CurrentStep == nil || *ro.CurrentStep != step || !strings.Contains(ro.Message, msgHas) {
+		return fmt.Errorf("status.rollout %+v, want step %d with a message containing %q", ro, step, msgHas)
+	}
+	return nil
+}
+
+// roActiveAt is a condition on the agent of ns: its rollout at step
+// (roAtStep) and RolloutActive True with reason.
+func roActiveAt(ns string, step int32, msgHas, reason string) func() error {
+	return rolloutIs(ns, func(a *omniav1.AgentRuntime) error {
+		if err := roAtStep(a, step, msgHas); err != nil {
+			return err
+		}
+		return roCondition(a, omniav1.ConditionRolloutActive, metav1.ConditionTrue, reason)
+	})
+}
+
 // TestRolloutCanaryPromotes walks a canary: setWeight 50 splits the two
 // replicas one and one between the stable Deployment and a candidate
 // Deployment <name>-canary (track canary, OMNIA_VARIANT=candidate, owned by
@@ -447,13 +468,7 @@ func TestRolloutAnalysisPassAndFail(t *testing.T) {
 	startRollout(t, prom.start(t), &rolloutClock{})
 	roAnalysisAgent(t, ns, omniav1.RollbackManual)
 
-	ctrltest.Eventually(t, wait, rolloutIs(ns, func(a *omniav1.AgentRuntime) error {
-		ro := a.Status.Rollout
-		if ro == nil || ro.CurrentStep == nil || *ro.CurrentStep != 1 || !strings.Contains(ro.Message, "failed") {
-			return fmt.Errorf("status.rollout %+v", ro)
-		}
-		return roCondition(a, omniav1.ConditionRolloutActive, metav1.ConditionTrue, omniav1.ReasonAnalysisFailed)
-	}))
+	ctrltest.Eventually(t, wait, roActiveAt(ns, 1, "failed", omniav1.ReasonAnalysisFailed))
 	ctrltest.Eventually(t, wait, rolloutEvent(ns, corev1.EventTypeWarning, omniav1.EventRolloutAnalysisFailed))
 	want := `sum(rate(omnia_requests_ok{agent="agent",variant="candidate"}[5m]))`
 	if q := prom.seen(); len(q) == 0 || q[0] != want {
@@ -465,13 +480,7 @@ func TestRolloutAnalysisPassAndFail(t *testing.T) {
 
 	prom.set("0.99")
 	roPoke(t, ns)
-	ctrltest.Eventually(t, wait, rolloutIs(ns, func(a *omniav1.AgentRuntime) error {
-		ro := a.Status.Rollout
-		if ro == nil || ro.CurrentStep == nil || *ro.CurrentStep != 2 || !strings.Contains(ro.Message, "paused") {
-			return fmt.Errorf("status.rollout %+v", ro)
-		}
-		return roCondition(a, omniav1.ConditionRolloutActive, metav1.ConditionTrue, omniav1.ReasonRolloutInProgress)
-	}))
+	ctrltest.Eventually(t, wait, roActiveAt(ns, 2, "paused", omniav1.ReasonRolloutInProgress))
 	ctrltest.Eventually(t, wait, rolloutEvent(ns, corev1.EventTypeNormal, omniav1.EventRolloutAnalysisPassed))
 }
 

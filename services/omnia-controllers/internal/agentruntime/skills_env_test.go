@@ -84,10 +84,7 @@ func TestSkillsReachThePodThroughWatches(t *testing.T) {
 		if !meta.IsStatusConditionTrue(a.Status.Conditions, omniav1.ConditionSkillsReady) {
 			return fmt.Errorf("SkillsReady %+v", meta.FindStatusCondition(a.Status.Conditions, omniav1.ConditionSkillsReady))
 		}
-		if n := len(replicaSets(t, ns, "agent")); n != 1 {
-			return fmt.Errorf("%d ReplicaSets", n)
-		}
-		return nil
+		return replicaSetsAre(t, ns, "agent", 1)()
 	})
 	counter.Drain(2 * time.Second)
 	sum := skillSourceOf(t, ns, "faq").Status.ContentChecksum
@@ -107,9 +104,7 @@ func TestSkillsReachThePodThroughWatches(t *testing.T) {
 		return nil
 	})
 	counter.Drain(2 * time.Second)
-	if n := len(replicaSets(t, ns, "agent")); n != 1 {
-		t.Fatalf("%d ReplicaSets after a SkillSource status write, want 1", n)
-	}
+	ctrltest.Holds(t, replicaSetsAre(t, ns, "agent", 1)) // after a SkillSource status write
 
 	// 3. The document edited in place: a new checksum, one new ReplicaSet.
 	docs.Data["returns.SKILL.md"] = strings.Replace(returnsDoc, "order number", "order number and the reason", 1)
@@ -120,15 +115,10 @@ func TestSkillsReachThePodThroughWatches(t *testing.T) {
 		if s := skillSourceOf(t, ns, "faq"); s.Status.ContentChecksum == sum {
 			return errors.New("the checksum has not changed yet")
 		}
-		if n := len(replicaSets(t, ns, "agent")); n != 2 {
-			return fmt.Errorf("%d ReplicaSets, want 2", n)
-		}
-		return nil
+		return replicaSetsAre(t, ns, "agent", 2)()
 	})
 	counter.Drain(2 * time.Second)
-	if n := len(replicaSets(t, ns, "agent")); n != 2 {
-		t.Fatalf("%d ReplicaSets after one document edit, want 2", n)
-	}
+	ctrltest.Holds(t, replicaSetsAre(t, ns, "agent", 2)) // after one document edit
 
 	// 4. The source broken: no skill mounted, SkillsReady=False names it.
 	docs.Data["returns.SKILL.md"] = "no frontmatter at all"

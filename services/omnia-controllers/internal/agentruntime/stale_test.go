@@ -3,7 +3,6 @@ package agentruntime
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -178,13 +177,7 @@ func TestRolloutActsOnlyOnWhatItLastWrote(t *testing.T) {
 			if err := roReplicasAre(ns, want.stable, want.candidate)(); err != nil {
 				return err
 			}
-			return rolloutIs(ns, func(a *omniav1.AgentRuntime) error {
-				ro := a.Status.Rollout
-				if ro == nil || ro.CurrentStep == nil || *ro.CurrentStep != want.pause || !strings.Contains(ro.Message, "paused") {
-					return fmt.Errorf("status.rollout %+v, want paused at step %d", ro, want.pause)
-				}
-				return nil
-			})()
+			return rolloutIs(ns, func(a *omniav1.AgentRuntime) error { return roAtStep(a, want.pause, "paused") })()
 		})
 		clock.advance(time.Hour)
 		roPoke(t, ns)

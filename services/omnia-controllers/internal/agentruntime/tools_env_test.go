@@ -72,10 +72,7 @@ func TestToolsConfigMapReachesThePod(t *testing.T) {
 		}
 		for _, v := range dep.Spec.Template.Spec.Volumes {
 			if v.Name == ToolsVolumeName && v.Projected != nil && v.Projected.Sources[0].ConfigMap.Name == "agent-tools" {
-				if n := len(replicaSets(t, ns, "agent")); n != 1 {
-					return fmt.Errorf("%d ReplicaSets", n)
-				}
-				return nil
+				return replicaSetsAre(t, ns, "agent", 1)()
 			}
 		}
 		return errors.New("the Deployment does not mount the tools volume")
@@ -106,9 +103,7 @@ func TestToolsConfigMapReachesThePod(t *testing.T) {
 		return nil
 	})
 	time.Sleep(2 * time.Second)
-	if n := len(replicaSets(t, ns, "agent")); n != 1 {
-		t.Fatalf("%d ReplicaSets after registry status churn, want 1", n)
-	}
+	ctrltest.Holds(t, replicaSetsAre(t, ns, "agent", 1)) // after registry status churn
 	if rv := toolsCM(t, ns, "agent").ResourceVersion; rv != cmRV {
 		t.Fatalf("the tools ConfigMap was rewritten on status churn (%s -> %s)", cmRV, rv)
 	}
@@ -126,15 +121,10 @@ func TestToolsConfigMapReachesThePod(t *testing.T) {
 		if !strings.Contains(toolsCM(t, ns, "agent").Data[omniav1.ToolsJSONKey], "Weather and forecast") {
 			return errors.New("tools.json not updated yet")
 		}
-		if n := len(replicaSets(t, ns, "agent")); n != 2 {
-			return fmt.Errorf("%d ReplicaSets, want 2", n)
-		}
-		return nil
+		return replicaSetsAre(t, ns, "agent", 2)()
 	})
 	time.Sleep(2 * time.Second)
-	if n := len(replicaSets(t, ns, "agent")); n != 2 {
-		t.Fatalf("%d ReplicaSets after one handler change, want 2", n)
-	}
+	ctrltest.Holds(t, replicaSetsAre(t, ns, "agent", 2)) // after one handler change
 
 	// 4. Deleted by someone else: recreated through the owned watch.
 	if err := env.Client.Delete(ctx, toolsCM(t, ns, "agent")); err != nil {

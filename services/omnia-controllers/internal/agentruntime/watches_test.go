@@ -31,35 +31,20 @@ func TestRegistrySecretAndOwnedWatches(t *testing.T) {
 		a.Spec.ToolRegistryRef = &omniav1.ToolRegistryRef{Name: "tools"}
 	}))
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhasePending, omniav1.ConditionToolRegistryReady, omniav1.ReasonToolRegistryNotFound))
-	ctrltest.Eventually(t, wait, func() error {
-		if n := len(replicaSets(t, ns, "agent")); n != 1 {
-			return fmt.Errorf("%d ReplicaSets", n)
-		}
-		return nil
-	})
+	ctrltest.Eventually(t, wait, replicaSetsAre(t, ns, "agent", 1))
 
 	tr := &omniav1.ToolRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tools", Namespace: ns}, Spec: omniav1.ToolRegistrySpec{Handlers: []omniav1.HandlerDefinition{{
 		Name: "ask", Type: omniav1.HandlerTypeClient, Tool: &omniav1.ToolDefinition{Name: "ask", Description: "ask the user",
 			InputSchema: apiextensionsv1.JSON{Raw: []byte(`{"type":"object"}`)}}}}}}
 	ctrltest.Create(t, env, tr)
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhasePending, omniav1.ConditionToolRegistryReady, omniav1.ReasonToolRegistryFound))
-	ctrltest.Eventually(t, wait, func() error { // the registry is a pod input
-		if n := len(replicaSets(t, ns, "agent")); n != 2 {
-			return fmt.Errorf("%d ReplicaSets after the registry appeared, want 2", n)
-		}
-		return nil
-	})
+	ctrltest.Eventually(t, wait, replicaSetsAre(t, ns, "agent", 2)) // the registry is a pod input
 
 	sec.Data["api-key"] = []byte("k2")
 	if err := env.Client.Update(ctx, sec); err != nil {
 		t.Fatal(err)
 	}
-	ctrltest.Eventually(t, wait, func() error {
-		if n := len(replicaSets(t, ns, "agent")); n != 3 {
-			return fmt.Errorf("%d ReplicaSets after the key rotated, want 3", n)
-		}
-		return nil
-	})
+	ctrltest.Eventually(t, wait, replicaSetsAre(t, ns, "agent", 3)) // the rotated key is a pod input
 
 	svc := &corev1.Service{}
 	key := types.NamespacedName{Namespace: ns, Name: "agent"}
