@@ -54,6 +54,14 @@ func Create(t testing.TB, env *testenv.Env, objs ...client.Object) {
 	}
 }
 
+// Agent is the smallest AgentRuntime name in ns the API server admits: it
+// serves pack over a WebSocket facade. The controllers that select,
+// notify or call agents read no more of one.
+func Agent(ns, name, pack string) *omniav1.AgentRuntime {
+	return &omniav1.AgentRuntime{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: omniav1.AgentRuntimeSpec{PromptPackRef: omniav1.PromptPackRef{Name: pack}, Facades: []omniav1.FacadeConfig{{Type: omniav1.FacadeTypeWebSocket}}}}
+}
+
 // StartManager runs a manager with the shared field indexes and the given
 // controllers until the test ends, and returns its cached client.
 func StartManager(t testing.TB, env *testenv.Env, setups ...Setup) client.Client {

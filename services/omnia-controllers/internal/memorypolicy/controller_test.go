@@ -39,8 +39,7 @@ func TestBadPatternThenFixed(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
 	ctrltest.Start(t, env, newReconciler, nil)
-	a := &omniav1.AgentRuntime{ObjectMeta: metav1.ObjectMeta{Name: "chat", Namespace: ns},
-		Spec: omniav1.AgentRuntimeSpec{PromptPackRef: omniav1.PromptPackRef{Name: "pack"}, Facades: []omniav1.FacadeConfig{{Type: omniav1.FacadeTypeWebSocket}}}}
+	a := ctrltest.Agent(ns, "chat", "pack")
 	p := &omniav1.MemoryPolicy{ObjectMeta: metav1.ObjectMeta{Name: "pii", Namespace: ns},
 		Spec: omniav1.MemoryPolicySpec{Redact: []omniav1.RedactionRule{{Category: omniav1.PIIEmail}, {Pattern: `ACC-(\d{8}`}}}}
 	ctrltest.Create(t, env, a, p)

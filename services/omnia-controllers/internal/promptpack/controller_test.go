@@ -223,9 +223,7 @@ func TestAgentsNotifiedCounts(t *testing.T) {
 	start(t)
 	createPack(t, ns, "a", "support", "1.0.0", validPack)
 	ctrltest.Eventually(t, wait, condIs(ns, "a", omniav1.ConditionAgentsNotified, metav1.ConditionTrue, omniav1.ReasonNoAgentsToNotify))
-	ar := &omniav1.AgentRuntime{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns}, Spec: omniav1.AgentRuntimeSpec{
-		PromptPackRef: omniav1.PromptPackRef{Name: "support"},
-		Facades:       []omniav1.FacadeConfig{{Type: omniav1.FacadeTypeWebSocket}}}}
+	ar := ctrltest.Agent(ns, "agent", "support")
 	ctrltest.Create(t, env, ar)
 	ctrltest.Eventually(t, wait, condIs(ns, "a", omniav1.ConditionAgentsNotified, metav1.ConditionTrue, omniav1.ReasonAgentsNotified))
 	// A second version makes the controller rank (and count) again.

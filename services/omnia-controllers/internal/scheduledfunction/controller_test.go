@@ -162,9 +162,7 @@ func TestFiresOncePerPeriod(t *testing.T) {
 func TestWrongModeIsACondition(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	a := &omniav1.AgentRuntime{ObjectMeta: metav1.ObjectMeta{Name: "fn", Namespace: ns},
-		Spec: omniav1.AgentRuntimeSpec{PromptPackRef: omniav1.PromptPackRef{Name: "pack"}, Facades: []omniav1.FacadeConfig{{Type: omniav1.FacadeTypeWebSocket}}}}
-	ctrltest.Create(t, env, a)
+	ctrltest.Create(t, env, ctrltest.Agent(ns, "fn", "pack"))
 	ctrltest.StartManager(t, env, func(mgr ctrl.Manager) error {
 		return (&Reconciler{Client: mgr.GetClient(), Invoker: &HTTPInvoker{}}).SetupWithManager(mgr, nil)
 	})

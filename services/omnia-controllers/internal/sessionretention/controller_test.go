@@ -19,9 +19,11 @@ import (
 
 const wait = 30 * time.Second
 
+// newAgent is an agent of team.
 func newAgent(ns, name, team string) *omniav1.AgentRuntime {
-	return &omniav1.AgentRuntime{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"team": team}},
-		Spec: omniav1.AgentRuntimeSpec{PromptPackRef: omniav1.PromptPackRef{Name: "pack"}, Facades: []omniav1.FacadeConfig{{Type: omniav1.FacadeTypeWebSocket}}}}
+	a := ctrltest.Agent(ns, name, "pack")
+	a.Labels = map[string]string{"team": team}
+	return a
 }
 
 func newPolicy(ns, name string, sel *metav1.LabelSelector) *omniav1.SessionRetentionPolicy {
