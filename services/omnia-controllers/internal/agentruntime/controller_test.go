@@ -31,21 +31,14 @@ func TestFlowToRunning(t *testing.T) {
 	}))
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhasePending, omniav1.ConditionReady, omniav1.ReasonRuntimeNotReady))
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhasePending, omniav1.ConditionToolRegistryReady, omniav1.ReasonToolRegistryNotFound))
-	ctx := context.Background()
-	dep := &appsv1.Deployment{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "agent"}, dep); err != nil {
-		t.Fatal(err)
-	}
+	dep := ctrltest.Get[appsv1.Deployment](t, env, types.NamespacedName{Namespace: ns, Name: "agent"})
 	if !metav1.IsControlledBy(dep, mustAgent(t, ns, "agent")) {
 		t.Fatal("Deployment not owned by the agent")
 	}
 	if dep.Spec.Template.Spec.Containers[0].Image != testConfig.RuntimeImage || dep.Spec.Template.Spec.Volumes[0].ConfigMap.Name != "support-v1" {
 		t.Fatalf("pod template %+v", dep.Spec.Template.Spec)
 	}
-	svc := &corev1.Service{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "agent"}, svc); err != nil {
-		t.Fatal(err)
-	}
+	ctrltest.Get[corev1.Service](t, env, types.NamespacedName{Namespace: ns, Name: "agent"})
 	markPodsReady(t, ns, "agent")
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhaseRunning, omniav1.ConditionReady, omniav1.ReasonRuntimeReady))
 	a := mustAgent(t, ns, "agent")
@@ -101,10 +94,7 @@ func TestTemplateStableAcrossUnrelatedReconciles(t *testing.T) {
 		return nil
 	})
 	podUID := pods(t, ns, "agent")[0].UID
-	dep := &appsv1.Deployment{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "agent"}, dep); err != nil {
-		t.Fatal(err)
-	}
+	dep := ctrltest.Get[appsv1.Deployment](t, env, types.NamespacedName{Namespace: ns, Name: "agent"})
 	gen := dep.Generation
 	key := types.NamespacedName{Namespace: ns, Name: "agent"}
 	before := counter.Count(key)
@@ -115,10 +105,7 @@ func TestTemplateStableAcrossUnrelatedReconciles(t *testing.T) {
 	if err := env.Client.Update(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	p := &omniav1.Provider{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "llm"}, p); err != nil {
-		t.Fatal(err)
-	}
+	p := ctrltest.Get[omniav1.Provider](t, env, types.NamespacedName{Namespace: ns, Name: "llm"})
 	p.Labels = map[string]string{"tier": "gold"}
 	if err := env.Client.Update(ctx, p); err != nil {
 		t.Fatal(err)

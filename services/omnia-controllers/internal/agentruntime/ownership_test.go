@@ -55,10 +55,7 @@ func TestBuildGuards(t *testing.T) {
 
 	reconcileUntil("taken", true)
 	ctrltest.Eventually(t, wait, agentIs(ns, "taken", omniav1.AgentRuntimePhaseFailed, omniav1.ConditionDeploymentReady, omniav1.ReasonDeploymentFailed))
-	dep := &appsv1.Deployment{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "taken"}, dep); err != nil {
-		t.Fatal(err)
-	}
+	dep := ctrltest.Get[appsv1.Deployment](t, env, types.NamespacedName{Namespace: ns, Name: "taken"})
 	if dep.Spec.Template.Spec.Containers[0].Image != "mine:1" || len(dep.OwnerReferences) != 0 {
 		t.Fatal("a Deployment the agent does not own was changed")
 	}
@@ -225,10 +222,7 @@ func TestForeignHPAIsRefused(t *testing.T) {
 	r := &Reconciler{Client: c, Config: testConfig}
 	reconcileUntil(t, r, ns, "agent", failsWith("HorizontalPodAutoscaler "+ns+"/agent exists and is not controlled by this AgentRuntime"))
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhasePending, omniav1.ConditionAutoscalingReady, omniav1.ReasonAutoscalerNotOwned))
-	got := &autoscalingv2.HorizontalPodAutoscaler{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "agent"}, got); err != nil {
-		t.Fatal(err)
-	}
+	got := ctrltest.Get[autoscalingv2.HorizontalPodAutoscaler](t, env, types.NamespacedName{Namespace: ns, Name: "agent"})
 	if len(got.OwnerReferences) != 0 || got.Spec.MaxReplicas != 9 || got.Spec.ScaleTargetRef.Name != "someone-else" {
 		t.Fatalf("the foreign HPA was taken over: owners %v, spec %+v", got.OwnerReferences, got.Spec)
 	}

@@ -94,10 +94,7 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 				ctrltest.ReturnsInjected(t, ctx, &Reconciler{Client: ctrltest.FailingOn(c, tc.fail), Config: testConfig}, req)
 				// A transient failure is not a spec problem: it never
 				// marks the AgentRuntime Failed.
-				got := &omniav1.AgentRuntime{}
-				if err := env.Client.Get(ctx, req.NamespacedName, got); err != nil {
-					t.Fatal(err)
-				}
+				got := ctrltest.Get[omniav1.AgentRuntime](t, env, req.NamespacedName)
 				if got.Status.Phase == omniav1.AgentRuntimePhaseFailed {
 					t.Errorf("a 503 marked the AgentRuntime Failed: %+v", got.Status.Conditions)
 				}

@@ -40,11 +40,7 @@ func skillsVolume(ns, name string) ([]string, error) {
 
 func skillSourceOf(t *testing.T, ns, name string) *omniav1.SkillSource {
 	t.Helper()
-	s := &omniav1.SkillSource{}
-	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return ctrltest.Get[omniav1.SkillSource](t, env, types.NamespacedName{Namespace: ns, Name: name})
 }
 
 // TestSkillsReachThePodThroughWatches, against a real API server with the

@@ -82,10 +82,7 @@ func TestToolsConfigMapReachesThePod(t *testing.T) {
 	// 2. Status churn only: no new ReplicaSet, no ConfigMap write.
 	before := counter.Count(key)
 	for i := range 3 {
-		tr := &omniav1.ToolRegistry{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "tools"}, tr); err != nil {
-			t.Fatal(err)
-		}
+		tr := ctrltest.Get[omniav1.ToolRegistry](t, env, types.NamespacedName{Namespace: ns, Name: "tools"})
 		now := metav1.NewTime(time.Now().Add(time.Duration(i) * time.Minute).Truncate(time.Second))
 		tr.Status = omniav1.ToolRegistryStatus{Phase: omniav1.ToolRegistryPhaseReady, ObservedGeneration: tr.Generation, LastDiscoveryTime: &now,
 			DiscoveredToolsCount: 1, DiscoveredTools: []omniav1.DiscoveredTool{{Name: "weather_tool", HandlerName: "weather",
@@ -109,10 +106,7 @@ func TestToolsConfigMapReachesThePod(t *testing.T) {
 	}
 
 	// 3. A handler change: one new ReplicaSet and the new tools.json.
-	tr := &omniav1.ToolRegistry{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "tools"}, tr); err != nil {
-		t.Fatal(err)
-	}
+	tr := ctrltest.Get[omniav1.ToolRegistry](t, env, types.NamespacedName{Namespace: ns, Name: "tools"})
 	tr.Spec.Handlers[0].Tool.Description = "Weather and forecast"
 	if err := env.Client.Update(ctx, tr); err != nil {
 		t.Fatal(err)

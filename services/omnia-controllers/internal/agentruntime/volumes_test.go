@@ -120,10 +120,7 @@ func TestVolumesReachTheDeployment(t *testing.T) {
 			a.Spec.Runtime.VolumeMounts[0].Name = "absent"
 		}))
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhasePending, omniav1.ConditionDeploymentReady, omniav1.ReasonDeploymentCreated))
-	dep := &appsv1.Deployment{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "agent"}, dep); err != nil {
-		t.Fatal(err)
-	}
+	dep := ctrltest.Get[appsv1.Deployment](t, env, types.NamespacedName{Namespace: ns, Name: "agent"})
 	vols := map[string]corev1.Volume{}
 	for _, v := range dep.Spec.Template.Spec.Volumes {
 		vols[v.Name] = v

@@ -98,10 +98,7 @@ func TestWorkspaceReachesAgentThroughWatch(t *testing.T) {
 	// A status write (no Workspace controller runs here: play its write)
 	// reconciles the agent but is not a pod input.
 	probe.settle(t, key)
-	dep := &appsv1.Deployment{}
-	if err := env.Client.Get(ctx, key, dep); err != nil {
-		t.Fatal(err)
-	}
+	dep := ctrltest.Get[appsv1.Deployment](t, env, key)
 	written := &omniav1.Workspace{}
 	ctrltest.Eventually(t, wait, func() error {
 		if err := env.Client.Get(ctx, types.NamespacedName{Name: ns}, written); err != nil {
@@ -118,10 +115,7 @@ func TestWorkspaceReachesAgentThroughWatch(t *testing.T) {
 		}
 		return nil
 	})
-	after := &appsv1.Deployment{}
-	if err := env.Client.Get(ctx, key, after); err != nil {
-		t.Fatal(err)
-	}
+	after := ctrltest.Get[appsv1.Deployment](t, env, key)
 	if after.Generation != dep.Generation {
 		t.Fatalf("a Workspace status write changed the Deployment (generation %d → %d)", dep.Generation, after.Generation)
 	}

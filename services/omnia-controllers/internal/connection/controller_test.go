@@ -82,10 +82,7 @@ func TestSecretWatchDrivesReady(t *testing.T) {
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
-			cur := &corev1.Secret{}
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(s), cur); err != nil {
-				t.Fatal(err)
-			}
+			cur := ctrltest.Get[corev1.Secret](t, env, client.ObjectKeyFromObject(s))
 			st.change(cur)
 			if err := env.Client.Update(ctx, cur); err != nil {
 				t.Fatal(err)

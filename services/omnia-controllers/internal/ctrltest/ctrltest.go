@@ -54,6 +54,21 @@ func Create(t testing.TB, env *testenv.Env, objs ...client.Object) {
 	}
 }
 
+// Get reads the object at key through env's API server, not a cache,
+// into a new T, and fails t when it cannot: for a test that must see the
+// object's stored state and has nothing to check when it is gone.
+func Get[T any, P interface {
+	*T
+	client.Object
+}](t testing.TB, env *testenv.Env, key types.NamespacedName) P {
+	t.Helper()
+	obj := P(new(T))
+	if err := env.Client.Get(context.Background(), key, obj); err != nil {
+		t.Fatalf("get %T %s: %v", obj, key, err)
+	}
+	return obj
+}
+
 // Agent is the smallest AgentRuntime name in ns the API server admits: it
 // serves pack over a WebSocket facade. The controllers that select,
 // notify or call agents read no more of one.

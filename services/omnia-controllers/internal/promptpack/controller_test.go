@@ -146,10 +146,7 @@ func TestSchemaFailureThenFix(t *testing.T) {
 	ctrltest.Eventually(t, wait, condIs(ns, "a", omniav1.ConditionSchemaValid, metav1.ConditionFalse, omniav1.ReasonSchemaValidationFailed))
 	ctrltest.Eventually(t, wait, eventFor(ns, "a", omniav1.EventSchemaValidationFailed, "invalid pack.json: /: missing properties"))
 
-	c := &corev1.ConfigMap{}
-	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "a-cm"}, c); err != nil {
-		t.Fatal(err)
-	}
+	c := ctrltest.Get[corev1.ConfigMap](t, env, types.NamespacedName{Namespace: ns, Name: "a-cm"})
 	c.Data[omniav1.PackJSONKey] = validPack
 	if err := env.Client.Update(context.Background(), c); err != nil {
 		t.Fatal(err)
@@ -229,10 +226,7 @@ func TestAgentsNotifiedCounts(t *testing.T) {
 	// A second version makes the controller rank (and count) again.
 	createPack(t, ns, "b", "support", "1.1.0", validPack)
 	ctrltest.Eventually(t, wait, phaseIs(ns, "a", omniav1.PromptPackPhaseSuperseded))
-	got := &omniav1.AgentRuntime{}
-	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "agent"}, got); err != nil {
-		t.Fatal(err)
-	}
+	got := ctrltest.Get[omniav1.AgentRuntime](t, env, types.NamespacedName{Namespace: ns, Name: "agent"})
 	if got.ResourceVersion != ar.ResourceVersion {
 		t.Fatalf("the PromptPack controller wrote the AgentRuntime (resourceVersion %s -> %s): %+v", ar.ResourceVersion, got.ResourceVersion, got)
 	}
@@ -320,10 +314,7 @@ func TestValidMetricFollowsThePack(t *testing.T) {
 	ctrltest.Eventually(t, wait, condIs(ns, "a", omniav1.ConditionSchemaValid, metav1.ConditionFalse, omniav1.ReasonSchemaValidationFailed))
 	ctrltest.Eventually(t, wait, ctrltest.MetricIs(metrics.PromptPackValid, series("a"), 0))
 
-	c := &corev1.ConfigMap{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "a-cm"}, c); err != nil {
-		t.Fatal(err)
-	}
+	c := ctrltest.Get[corev1.ConfigMap](t, env, types.NamespacedName{Namespace: ns, Name: "a-cm"})
 	c.Data[omniav1.PackJSONKey] = validPack
 	if err := env.Client.Update(ctx, c); err != nil {
 		t.Fatal(err)

@@ -57,10 +57,7 @@ func wantDigest(t *testing.T, ns, name, want string) {
 func setContent(t *testing.T, ns, name, content string) {
 	t.Helper()
 	ctx := context.Background()
-	c := &corev1.ConfigMap{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, c); err != nil {
-		t.Fatal(err)
-	}
+	c := ctrltest.Get[corev1.ConfigMap](t, env, types.NamespacedName{Namespace: ns, Name: name})
 	c.Data = map[string]string{omniav1.PackJSONKey: content}
 	if err := env.Client.Update(ctx, c); err != nil {
 		t.Fatal(err)

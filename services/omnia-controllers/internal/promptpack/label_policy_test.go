@@ -114,10 +114,7 @@ func TestThePackNameLabelIsStampedAtAdmission(t *testing.T) {
 		})
 	}
 	t.Run("a removed label is restored on the update that removes it", func(t *testing.T) {
-		p := &omniav1.PromptPack{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pack-0"}, p); err != nil {
-			t.Fatal(err)
-		}
+		p := ctrltest.Get[omniav1.PromptPack](t, env, types.NamespacedName{Namespace: ns, Name: "pack-0"})
 		delete(p.Labels, omniav1.LabelPromptPack)
 		if err := env.Client.Update(ctx, p); err != nil {
 			t.Fatal(err)

@@ -56,10 +56,7 @@ func functionAgent(ns string) *omniav1.AgentRuntime {
 
 func get(t *testing.T, ns string) *omniav1.ScheduledFunction {
 	t.Helper()
-	f := &omniav1.ScheduledFunction{}
-	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "report"}, f); err != nil {
-		t.Fatal(err)
-	}
+	f := ctrltest.Get[omniav1.ScheduledFunction](t, env, types.NamespacedName{Namespace: ns, Name: "report"})
 	return f
 }
 

@@ -63,10 +63,7 @@ func TestPoliciesFollowAgentsAndEachOther(t *testing.T) {
 		ctrltest.Eventually(t, wait, state(ns, "team-a", []string{"billing", "search"}, metav1.ConditionFalse))
 	})
 	t.Run("an agent relabelled away leaves", func(t *testing.T) {
-		a := &omniav1.AgentRuntime{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "search"}, a); err != nil {
-			t.Fatal(err)
-		}
+		a := ctrltest.Get[omniav1.AgentRuntime](t, env, types.NamespacedName{Namespace: ns, Name: "search"})
 		a.Labels["team"] = "b"
 		if err := env.Client.Update(ctx, a); err != nil {
 			t.Fatal(err)
@@ -79,10 +76,7 @@ func TestPoliciesFollowAgentsAndEachOther(t *testing.T) {
 		ctrltest.Create(t, env, newPolicy(ns, "all", nil))
 		ctrltest.Eventually(t, wait, state(ns, "all", []string{"search"}, metav1.ConditionTrue))
 		ctrltest.Eventually(t, wait, state(ns, "team-a", []string{"billing"}, metav1.ConditionTrue))
-		p := &omniav1.SessionRetentionPolicy{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "all"}, p); err != nil {
-			t.Fatal(err)
-		}
+		p := ctrltest.Get[omniav1.SessionRetentionPolicy](t, env, types.NamespacedName{Namespace: ns, Name: "all"})
 		if msg := meta.FindStatusCondition(p.Status.Conditions, omniav1.ConditionConflict).Message; !strings.Contains(msg, "team-a is in force") {
 			t.Fatalf("Conflict message %q", msg)
 		}

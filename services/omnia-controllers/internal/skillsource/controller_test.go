@@ -66,11 +66,7 @@ func statusIs(ns, name string, phase omniav1.SkillSourcePhase, reason string, sk
 
 func getSource(t *testing.T, ns, name string) *omniav1.SkillSource {
 	t.Helper()
-	s := &omniav1.SkillSource{}
-	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return ctrltest.Get[omniav1.SkillSource](t, env, types.NamespacedName{Namespace: ns, Name: name})
 }
 
 // TestConfigMapEditsFlowToStatus: a SkillSource becomes Ready with its

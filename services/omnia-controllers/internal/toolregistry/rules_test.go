@@ -57,10 +57,7 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 				t.Errorf("a pass made %q; discovery reads the spec, not the cluster", call)
 			}
 		}
-		got := &omniav1.ToolRegistry{}
-		if err := env.Client.Get(ctx, req.NamespacedName, got); err != nil {
-			t.Fatal(err)
-		}
+		got := ctrltest.Get[omniav1.ToolRegistry](t, env, req.NamespacedName)
 		if got.Status.Phase != omniav1.ToolRegistryPhaseReady || got.Status.DiscoveredToolsCount != 1 {
 			t.Fatalf("status %+v", got.Status)
 		}

@@ -120,16 +120,10 @@ func TestNamespaceCreatedLabelledAndRepaired(t *testing.T) {
 func TestExistingNamespaceIsLabelled(t *testing.T) {
 	ns := env.Namespace(t)
 	start(t)
-	before := &corev1.Namespace{}
-	if err := env.Client.Get(context.Background(), types.NamespacedName{Name: ns}, before); err != nil {
-		t.Fatal(err)
-	}
+	before := ctrltest.Get[corev1.Namespace](t, env, types.NamespacedName{Name: ns})
 	newWorkspace(t, ns, ns)
 	ctrltest.Eventually(t, wait, labelIs(ns, ns))
-	after := &corev1.Namespace{}
-	if err := env.Client.Get(context.Background(), types.NamespacedName{Name: ns}, after); err != nil {
-		t.Fatal(err)
-	}
+	after := ctrltest.Get[corev1.Namespace](t, env, types.NamespacedName{Name: ns})
 	if after.UID != before.UID {
 		t.Fatal("the existing namespace was replaced")
 	}
@@ -203,10 +197,7 @@ func TestTransientAPIFailureIsReturned(t *testing.T) {
 			req := reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}
 			ctrltest.Eventually(t, wait, func() error { return c.Get(context.Background(), req.NamespacedName, &omniav1.Workspace{}) })
 			ctrltest.ReturnsInjected(t, context.Background(), &Reconciler{Client: ctrltest.FailingOn(c, tc.fail)}, req)
-			ws := &omniav1.Workspace{}
-			if err := env.Client.Get(context.Background(), req.NamespacedName, ws); err != nil {
-				t.Fatal(err)
-			}
+			ws := ctrltest.Get[omniav1.Workspace](t, env, req.NamespacedName)
 			if ws.Status.Phase == omniav1.WorkspacePhaseFailed {
 				t.Fatal("a 503 marked the Workspace Failed")
 			}
