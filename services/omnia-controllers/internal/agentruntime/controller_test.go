@@ -199,19 +199,7 @@ func TestAutoscaling(t *testing.T) {
 	if !metav1.IsControlledBy(hpa, mustAgent(t, ns, "agent")) {
 		t.Fatal("HPA not owned by the agent")
 	}
-	oldUID := hpa.UID
-	if err := env.Client.Delete(ctx, hpa); err != nil {
-		t.Fatal(err)
-	}
-	ctrltest.Eventually(t, wait, func() error {
-		if err := env.Client.Get(ctx, key, hpa); err != nil {
-			return err
-		}
-		if hpa.UID == oldUID {
-			return fmt.Errorf("the deleted HPA is still there")
-		}
-		return nil
-	})
+	deletedAndRecreated(t, hpa)
 	a := mustAgent(t, ns, "agent")
 	a.Spec.Runtime.Autoscaling.Enabled = false
 	if err := env.Client.Update(ctx, a); err != nil {

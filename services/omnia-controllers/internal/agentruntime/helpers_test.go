@@ -162,6 +162,29 @@ func replicaSetsAre(t *testing.T, ns, agent string, n int) func() error {
 	}
 }
 
+// deletedAndRecreated deletes obj through the API server and waits until
+// the object of its key is back as a new object (another UID), as an
+// owned object's watch must bring it back; obj is then the new one.
+//
+//nolint:contextcheck // test helper: it makes its own context.Background(), the only context the tests here have; callers have nothing cancellable to pass
+func deletedAndRecreated(t *testing.T, obj client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	key, old := client.ObjectKeyFromObject(obj), obj.GetUID()
+	if err := env.Client.Delete(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Eventually(t, wait, func() error {
+		if err := env.Client.Get(ctx, key, obj); err != nil {
+			return err
+		}
+		if obj.GetUID() == old {
+			return fmt.Errorf("the deleted %T is still there", obj)
+		}
+		return nil
+	})
+}
+
 func pods(t *testing.T, ns, agent string) []corev1.Pod {
 	t.Helper()
 	var ps corev1.PodList

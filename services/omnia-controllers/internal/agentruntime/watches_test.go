@@ -2,7 +2,6 @@ package agentruntime
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,22 +45,5 @@ func TestRegistrySecretAndOwnedWatches(t *testing.T) {
 	}
 	ctrltest.Eventually(t, wait, replicaSetsAre(t, ns, "agent", 3)) // the rotated key is a pod input
 
-	svc := &corev1.Service{}
-	key := types.NamespacedName{Namespace: ns, Name: "agent"}
-	if err := env.Client.Get(ctx, key, svc); err != nil {
-		t.Fatal(err)
-	}
-	old := svc.UID
-	if err := env.Client.Delete(ctx, svc); err != nil {
-		t.Fatal(err)
-	}
-	ctrltest.Eventually(t, wait, func() error {
-		if err := env.Client.Get(ctx, key, svc); err != nil {
-			return err
-		}
-		if svc.UID == old {
-			return fmt.Errorf("old Service still there")
-		}
-		return nil
-	})
+	deletedAndRecreated(t, ctrltest.Get[corev1.Service](t, env, types.NamespacedName{Namespace: ns, Name: "agent"}))
 }
