@@ -91,11 +91,7 @@ func TestFacadeReportsActivityWithItsOwnToken(t *testing.T) {
 		if err := applyReport(fc, ns, "agent", pod, 0, clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", 10*time.Minute))
-		clock.Set(clock.Now().Add(9 * time.Minute))
-		res.pokeAndWait(t, ns, "agent")
-		ctrltest.Holds(t, replicasAre(ns, "agent", 1))
-		reap(t, ns, clock, res)
+		reapedAtDeadline(t, ns, clock, res, 1)
 	})
 	t.Run("a reaped agent wakes for the next session and stays up while it is open", func(t *testing.T) {
 		requestWake(t, ns, clock)

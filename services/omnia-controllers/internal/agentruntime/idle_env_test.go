@@ -221,6 +221,19 @@ func requestWake(t *testing.T, ns string, clock *testClock) {
 	})
 }
 
+// reapedAtDeadline checks the deadline of an idleAgent whose last session
+// just closed: the timer is the whole idle timeout; a minute before the
+// deadline the agent still runs replicas and holds also hold; at the
+// deadline it is reaped (reap).
+func reapedAtDeadline(t *testing.T, ns string, clock *testClock, res *results, replicas int32, holds ...func() error) {
+	t.Helper()
+	ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", 10*time.Minute))
+	clock.Set(clock.Now().Add(9 * time.Minute))
+	res.pokeAndWait(t, ns, "agent")
+	ctrltest.Holds(t, append([]func() error{replicasAre(ns, "agent", replicas)}, holds...)...)
+	reap(t, ns, clock, res)
+}
+
 // reap moves the clock past the deadline of an idleAgent and waits until
 // the agent is held at zero.
 func reap(t *testing.T, ns string, clock *testClock, res *results) {

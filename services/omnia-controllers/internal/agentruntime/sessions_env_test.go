@@ -119,11 +119,7 @@ func TestSessionsOfEveryPodCount(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctrltest.Eventually(t, wait, reportsAre(ns, "agent", 0, podA, podB))
-		ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", 10*time.Minute))
-		clock.Set(clock.Now().Add(9 * time.Minute))
-		res.pokeAndWait(t, ns, "agent")
-		ctrltest.Holds(t, replicasAre(ns, "agent", 2))
-		reap(t, ns, clock, res)
+		reapedAtDeadline(t, ns, clock, res, 2)
 	})
 	t.Run("the entries of pods that are gone are removed", func(t *testing.T) {
 		ctrltest.Eventually(t, wait, func() error {
@@ -158,11 +154,7 @@ func TestSessionsOfADeletedPodDoNotCount(t *testing.T) {
 	ctrltest.Eventually(t, wait, reportsAre(ns, "agent", 0, idle))
 	// The deadline counts from the busy pod's last report, a minute after
 	// the idle one's.
-	ctrltest.Eventually(t, wait, res.requeueIs(ns, "agent", 10*time.Minute))
-	clock.Set(clock.Now().Add(9 * time.Minute))
-	res.pokeAndWait(t, ns, "agent")
-	ctrltest.Holds(t, replicasAre(ns, "agent", 2), res.requeueIs(ns, "agent", time.Minute))
-	reap(t, ns, clock, res)
+	reapedAtDeadline(t, ns, clock, res, 2, res.requeueIs(ns, "agent", time.Minute))
 }
 
 // TestAPodGoingBringsAPass: the deletion of an agent pod alone, with no
