@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -213,67 +212,32 @@ func (r *Reconciler) agentsForSecret(ctx context.Context, o client.Object) []rec
 // selects: the policy is in their tools file. An update that moves the
 // selector enqueues the agents of the registry it left too.
 func (r *Reconciler) agentsForPolicy() handler.Funcs {
-	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
+	return kubeutil.EnqueueOldAndNew(func(ctx context.Context, o client.Object) []reconcile.Request {
 		p, ok := o.(*omniav1.ToolPolicy)
 		if !ok || p.Spec.Selector.Registry == "" {
-			return
+			return nil
 		}
-		for _, req := range r.list(ctx, client.MatchingFields{index.AgentToolRegistry: index.Key(p.Namespace, p.Spec.Selector.Registry)}) {
-			q.Add(req)
-		}
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.ObjectOld)
-			add(ctx, q, e.ObjectNew)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
-		},
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
-		},
-	}
+		return r.list(ctx, client.MatchingFields{index.AgentToolRegistry: index.Key(p.Namespace, p.Spec.Selector.Registry)})
+	}, nil)
 }
 
 // agentsForWorkspace enqueues every agent of the namespace a Workspace
 // names: its name, pod defaults and service-group autoscaling are read at
 // reconcile time, not through a reference on the agent. An update that
 // moves the Workspace to another namespace enqueues the agents of both,
-// so those it left drop its defaults (a map function sees only the new
-// object, hence the update handler).
+// so those it left drop its defaults.
 func (r *Reconciler) agentsForWorkspace() handler.Funcs {
-	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
+	return kubeutil.EnqueueOldAndNew(func(ctx context.Context, o client.Object) []reconcile.Request {
 		w, ok := o.(*omniav1.Workspace)
 		if !ok || w.Spec.Namespace.Name == "" {
-			return
+			return nil
 		}
-		for _, req := range r.list(ctx, client.InNamespace(w.Spec.Namespace.Name)) {
-			q.Add(req)
-		}
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.ObjectNew)
-			o, okOld := e.ObjectOld.(*omniav1.Workspace)
-			n, okNew := e.ObjectNew.(*omniav1.Workspace)
-			if okOld && okNew && o.Spec.Namespace.Name != n.Spec.Namespace.Name {
-				add(ctx, q, e.ObjectOld)
-			}
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
-		},
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
-		},
-	}
+		return r.list(ctx, client.InNamespace(w.Spec.Namespace.Name))
+	}, func(before, after client.Object) bool {
+		o, okOld := before.(*omniav1.Workspace)
+		n, okNew := after.(*omniav1.Workspace)
+		return okOld && okNew && o.Spec.Namespace.Name != n.Spec.Namespace.Name
+	})
 }
 
 func (r *Reconciler) list(ctx context.Context, opts ...client.ListOption) []reconcile.Request {

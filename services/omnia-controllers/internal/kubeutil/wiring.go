@@ -1,10 +1,14 @@
 package kubeutil
 
 import (
+	"context"
+
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -47,6 +51,37 @@ func Complete(b *builder.Builder, r, rec reconcile.Reconciler) error {
 		rec = r
 	}
 	return b.Complete(rec)
+}
+
+// EnqueueOldAndNew is a watch's event handler that enqueues the requests
+// mapTo maps an object to: on an update, those of the new object and of
+// the old one too, so that what an edit moved the object away from is
+// passed as well — a map function (handler.EnqueueRequestsFromMapFunc)
+// sees only the new object. moved, when not nil, tells whether an update
+// from before to after moved it; nil maps the old object on every update.
+func EnqueueOldAndNew(mapTo handler.MapFunc, moved func(before, after client.Object) bool) handler.Funcs {
+	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
+		for _, req := range mapTo(ctx, o) {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.ObjectNew)
+			if moved == nil || moved(e.ObjectOld, e.ObjectNew) {
+				add(ctx, q, e.ObjectOld)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+	}
 }
 
 // EnqueueByIndex is ByIndex as a watch's event handler.

@@ -6,10 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -139,21 +137,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 // that moves the selector, the registry it left too, so that one's
 // PolicyBound goes False.
 func policyHandler() handler.Funcs {
-	add := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
+	return kubeutil.EnqueueOldAndNew(func(_ context.Context, o client.Object) []reconcile.Request {
 		if p, ok := o.(*omniav1.ToolPolicy); ok && p.Spec.Selector.Registry != "" {
-			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.Selector.Registry}})
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.Selector.Registry}}}
 		}
-	}
-	return handler.Funcs{
-		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(q, e.Object)
-		},
-		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(q, e.ObjectOld)
-			add(q, e.ObjectNew)
-		},
-		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(q, e.Object)
-		},
-	}
+		return nil
+	}, nil)
 }
