@@ -19,6 +19,27 @@ import (
 )
 
 // toolsCM reads the agent's tools ConfigMap; nil when it does not exist.
+// toolsJSONHas is a condition: the tools ConfigMap of the agent "agent" of
+// ns is there and its tools.json contains part.
+func toolsJSONHas(t *testing.T, ns, part string) func() error {
+	return func() error {
+		if c := toolsCM(t, ns, "agent"); c == nil || !strings.Contains(c.Data[omniav1.ToolsJSONKey], part) {
+			return fmt.Errorf("no tools.json with %s yet", part)
+		}
+		return nil
+	}
+}
+
+// createPolicy creates the ToolPolicy name in ns, over the registry
+// "tools" with a rule of each name of rules (policy), and returns it.
+func createPolicy(t *testing.T, ns, name string, rules ...string) *omniav1.ToolPolicy {
+	t.Helper()
+	p := policy(name, rules...)
+	p.Namespace = ns
+	ctrltest.Create(t, env, &p)
+	return &p
+}
+
 func toolsCM(t *testing.T, ns, agent string) *corev1.ConfigMap {
 	t.Helper()
 	cm := &corev1.ConfigMap{}
@@ -179,15 +200,8 @@ func TestToolPolicyAndSecretWatches(t *testing.T) {
 		return nil
 	})
 
-	pol := policy("no-prod", "no-prod")
-	pol.ObjectMeta = metav1.ObjectMeta{Name: "no-prod", Namespace: ns}
-	ctrltest.Create(t, env, &pol)
-	ctrltest.Eventually(t, wait, func() error {
-		if c := toolsCM(t, ns, "agent"); c == nil || !strings.Contains(c.Data[omniav1.ToolsJSONKey], `"name":"no-prod"`) {
-			return errors.New("the policy is not in tools.json yet")
-		}
-		return nil
-	})
+	createPolicy(t, ns, "no-prod", "no-prod")
+	ctrltest.Eventually(t, wait, toolsJSONHas(t, ns, `"name":"no-prod"`))
 
 	sec.Labels = map[string]string{omniav1.LabelType: omniav1.LabelTypeCredentials}
 	if err := env.Client.Update(ctx, sec); err != nil {
@@ -222,12 +236,7 @@ func TestToolPolicyWatchAloneUpdatesTools(t *testing.T) {
 	ns, counter := startWeatherAgent(t, "w")
 	ctx := context.Background()
 	key := types.NamespacedName{Namespace: ns, Name: "agent"}
-	ctrltest.Eventually(t, wait, func() error {
-		if c := toolsCM(t, ns, "agent"); c == nil || !strings.Contains(c.Data[omniav1.ToolsJSONKey], `"policies":[]`) {
-			return errors.New("no tools.json without policies yet")
-		}
-		return nil
-	})
+	ctrltest.Eventually(t, wait, toolsJSONHas(t, ns, `"policies":[]`))
 	counter.Drain(2 * time.Second)
 
 	// A policy of another registry: mapped to no agent.
@@ -241,31 +250,19 @@ func TestToolPolicyWatchAloneUpdatesTools(t *testing.T) {
 		t.Fatalf("a policy of another registry brought %d pass(es)", n)
 	}
 
-	pol := policy("no-prod", "no-prod")
-	pol.ObjectMeta = metav1.ObjectMeta{Name: "no-prod", Namespace: ns}
-	ctrltest.Create(t, env, &pol)
-	ctrltest.Eventually(t, wait, func() error {
-		if c := toolsCM(t, ns, "agent"); c == nil || !strings.Contains(c.Data[omniav1.ToolsJSONKey], `"name":"no-prod"`) {
-			return errors.New("the created policy is not in tools.json yet")
-		}
-		return nil
-	})
+	pol := createPolicy(t, ns, "no-prod", "no-prod")
+	ctrltest.Eventually(t, wait, toolsJSONHas(t, ns, `"name":"no-prod"`))
 	if strings.Contains(toolsCM(t, ns, "agent").Data[omniav1.ToolsJSONKey], "elsewhere") {
 		t.Fatal("a policy of another registry is in tools.json")
 	}
 
 	// An edit of the policy's rules.
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "no-prod"}, &pol); err != nil {
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "no-prod"}, pol); err != nil {
 		t.Fatal(err)
 	}
 	pol.Spec.Rules = append(pol.Spec.Rules, omniav1.ToolPolicyRule{Name: "no-weekends", Deny: omniav1.ToolPolicyDeny{CEL: "false", Message: "not today"}})
-	if err := env.Client.Update(ctx, &pol); err != nil {
+	if err := env.Client.Update(ctx, pol); err != nil {
 		t.Fatal(err)
 	}
-	ctrltest.Eventually(t, wait, func() error {
-		if c := toolsCM(t, ns, "agent"); c == nil || !strings.Contains(c.Data[omniav1.ToolsJSONKey], `"name":"no-weekends"`) {
-			return errors.New("the edited rule is not in tools.json yet")
-		}
-		return nil
-	})
+	ctrltest.Eventually(t, wait, toolsJSONHas(t, ns, `"name":"no-weekends"`))
 }
