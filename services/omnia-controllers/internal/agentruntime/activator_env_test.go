@@ -57,16 +57,12 @@ func TestActivatorWakesOnNextSession(t *testing.T) {
 	})
 	key := types.NamespacedName{Namespace: ns, Name: "agent"}
 
-	ctrltest.Eventually(t, wait, func() error {
-		svc := &corev1.Service{}
-		if err := env.Client.Get(ctx, key, svc); err != nil {
-			return err
-		}
+	ctrltest.Eventually(t, wait, ctrltest.ObjectIs(env.Client, key, func(svc *corev1.Service) error {
 		if len(svc.Spec.Selector) != 0 {
 			return fmt.Errorf("the reaped agent's Service still selects %v", svc.Spec.Selector)
 		}
 		return slicesAre(ctx, env.Client, ns, true)
-	})
+	}))
 
 	act := httptest.NewServer(&activator.Handler{Backend: &activator.Kube{Client: c}, Poll: 20 * time.Millisecond, Timeout: time.Minute})
 	defer act.Close()
@@ -94,11 +90,7 @@ func TestActivatorWakesOnNextSession(t *testing.T) {
 	}()
 
 	// The request woke the agent: its Deployment is back at one replica.
-	ctrltest.Eventually(t, wait, func() error {
-		a := &omniav1.AgentRuntime{}
-		if err := env.Client.Get(ctx, key, a); err != nil {
-			return err
-		}
+	ctrltest.Eventually(t, wait, ctrltest.ObjectIs(env.Client, key, func(a *omniav1.AgentRuntime) error {
 		if _, ok := a.Annotations[omniav1.AnnotationWakeRequestedAt]; !ok {
 			return fmt.Errorf("no wake annotation yet")
 		}
@@ -110,7 +102,7 @@ func TestActivatorWakesOnNextSession(t *testing.T) {
 			return fmt.Errorf("Deployment replicas %v", dep.Spec.Replicas)
 		}
 		return nil
-	})
+	}))
 	kubelet()
 
 	select {
@@ -122,16 +114,12 @@ func TestActivatorWakesOnNextSession(t *testing.T) {
 		t.Fatal("no answer from the activator")
 	}
 
-	ctrltest.Eventually(t, wait, func() error {
-		svc := &corev1.Service{}
-		if err := env.Client.Get(ctx, key, svc); err != nil {
-			return err
-		}
+	ctrltest.Eventually(t, wait, ctrltest.ObjectIs(env.Client, key, func(svc *corev1.Service) error {
 		if len(svc.Spec.Selector) == 0 {
 			return fmt.Errorf("the woken agent's Service has no selector")
 		}
 		return slicesAre(ctx, env.Client, ns, false)
-	})
+	}))
 }
 
 // slicesAre checks the agent Service's slices: routed, the activator's

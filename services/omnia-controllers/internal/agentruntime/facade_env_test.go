@@ -137,16 +137,12 @@ func TestFacadeAccessAndBudgetAreOwned(t *testing.T) {
 			r := o.(*rbacv1.Role)
 			r.Rules[1].Verbs = []string{"get", "patch", "update"}
 		})
-		ctrltest.Eventually(t, wait, func() error {
-			r := &rbacv1.Role{}
-			if err := env.Client.Get(ctx, key, r); err != nil {
-				return err
-			}
+		ctrltest.Eventually(t, wait, ctrltest.ObjectIs(env.Client, key, func(r *rbacv1.Role) error {
 			if len(r.Rules) != 2 || len(r.Rules[1].Verbs) != 2 {
 				return fmt.Errorf("rules %+v", r.Rules)
 			}
 			return nil
-		})
+		}))
 	})
 	t.Run("a deleted RoleBinding is recreated", func(t *testing.T) {
 		if err := env.Client.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}}); err != nil {
@@ -167,16 +163,12 @@ func TestFacadeAccessAndBudgetAreOwned(t *testing.T) {
 			})
 		}
 		setReplicas(3)
-		ctrltest.Eventually(t, wait, func() error {
-			p := &policyv1.PodDisruptionBudget{}
-			if err := env.Client.Get(ctx, pdbKey, p); err != nil {
-				return err
-			}
+		ctrltest.Eventually(t, wait, ctrltest.ObjectIs(env.Client, pdbKey, func(p *policyv1.PodDisruptionBudget) error {
 			if p.Spec.MaxUnavailable == nil || p.Spec.MaxUnavailable.IntVal != 1 || !metav1.IsControlledBy(p, mustAgent(t, ns, "agent")) {
 				return fmt.Errorf("pdb %+v", p.Spec)
 			}
 			return nil
-		})
+		}))
 		setReplicas(1)
 		ctrltest.Eventually(t, wait, func() error {
 			return ctrltest.Gone("pdb", env.Client.Get(ctx, pdbKey, &policyv1.PodDisruptionBudget{}))

@@ -165,16 +165,12 @@ func idleIs(ns, name string, status metav1.ConditionStatus, reason string) func(
 }
 
 func replicasAre(ns, name string, want int32) func() error {
-	return func() error {
-		dep := &appsv1.Deployment{}
-		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, dep); err != nil {
-			return err
-		}
+	return ctrltest.ObjectIs(env.Client, types.NamespacedName{Namespace: ns, Name: name}, func(dep *appsv1.Deployment) error {
 		if dep.Spec.Replicas == nil || *dep.Spec.Replicas != want {
 			return fmt.Errorf("Deployment replicas %v; want %d", deref(dep.Spec.Replicas), want)
 		}
 		return nil
-	}
+	})
 }
 
 // idleAgent creates an agent with idleTimeout 10m whose last session

@@ -305,11 +305,7 @@ func TestOwnedObjectEditsAreReverted(t *testing.T) {
 		c.Image = "someone/else:1"
 		c.Env = append(c.Env, corev1.EnvVar{Name: "INJECTED", Value: "1"})
 	})
-	ctrltest.Eventually(t, wait, func() error {
-		d := &appsv1.Deployment{}
-		if err := env.Client.Get(ctx, key, d); err != nil {
-			return err
-		}
+	ctrltest.Eventually(t, wait, ctrltest.ObjectIs(env.Client, key, func(d *appsv1.Deployment) error {
 		c := d.Spec.Template.Spec.Containers[0]
 		if c.Image != testConfig.RuntimeImage {
 			return fmt.Errorf("image %q, want it reverted to %q", c.Image, testConfig.RuntimeImage)
@@ -320,37 +316,29 @@ func TestOwnedObjectEditsAreReverted(t *testing.T) {
 			}
 		}
 		return nil
-	})
+	}))
 
 	update(t, &corev1.Service{}, ns, "agent", func(o client.Object) {
 		s := o.(*corev1.Service)
 		s.Spec.Selector["app"] = "someone-else"
 		s.Spec.Ports[0].Port = 9999
 	})
-	ctrltest.Eventually(t, wait, func() error {
-		s := &corev1.Service{}
-		if err := env.Client.Get(ctx, key, s); err != nil {
-			return err
-		}
+	ctrltest.Eventually(t, wait, ctrltest.ObjectIs(env.Client, key, func(s *corev1.Service) error {
 		if _, ok := s.Spec.Selector["app"]; ok || s.Spec.Ports[0].Port != DefaultFacadePort {
 			return fmt.Errorf("selector %v port %d, want them reverted", s.Spec.Selector, s.Spec.Ports[0].Port)
 		}
 		return nil
-	})
+	}))
 
 	update(t, &autoscalingv2.HorizontalPodAutoscaler{}, ns, "agent", func(o client.Object) {
 		o.(*autoscalingv2.HorizontalPodAutoscaler).Spec.MaxReplicas = 50
 	})
-	ctrltest.Eventually(t, wait, func() error {
-		h := &autoscalingv2.HorizontalPodAutoscaler{}
-		if err := env.Client.Get(ctx, key, h); err != nil {
-			return err
-		}
+	ctrltest.Eventually(t, wait, ctrltest.ObjectIs(env.Client, key, func(h *autoscalingv2.HorizontalPodAutoscaler) error {
 		if h.Spec.MaxReplicas != 3 {
 			return fmt.Errorf("maxReplicas %d, want it reverted to 3", h.Spec.MaxReplicas)
 		}
 		return nil
-	})
+	}))
 }
 
 // ownedFields are the parts of a Deployment, Service or HPA the controller

@@ -31,11 +31,7 @@ func TestSessionPolicyReachesPodsThroughWatch(t *testing.T) {
 		newAgent(ns, "agent", func(a *omniav1.AgentRuntime) { a.Labels = map[string]string{"team": "a"} }))
 	key := types.NamespacedName{Namespace: ns, Name: "agent"}
 	template := func(ttl string) func() error { // ttl "": no policy env
-		return func() error {
-			d := &appsv1.Deployment{}
-			if err := env.Client.Get(ctx, key, d); err != nil {
-				return err
-			}
+		return ctrltest.ObjectIs(env.Client, key, func(d *appsv1.Deployment) error {
 			name, named := envValue(d.Spec.Template, EnvSessionRetentionPolicy)
 			got, set := envValue(d.Spec.Template, EnvSessionTTL)
 			transcript, _ := envValue(d.Spec.Template, EnvTranscriptTTL)
@@ -46,21 +42,17 @@ func TestSessionPolicyReachesPodsThroughWatch(t *testing.T) {
 				return fmt.Errorf("%s=%q %s=%q %s=%q, want keep %s %s", EnvSessionRetentionPolicy, name, EnvSessionTTL, got, EnvTranscriptTTL, transcript, ttl, ttl)
 			}
 			return nil
-		}
+		})
 	}
 	memory := func(spec string) func() error {
-		return func() error {
-			d := &appsv1.Deployment{}
-			if err := env.Client.Get(ctx, key, d); err != nil {
-				return err
-			}
+		return ctrltest.ObjectIs(env.Client, key, func(d *appsv1.Deployment) error {
 			name, _ := envValue(d.Spec.Template, EnvMemoryPolicy)
 			got, _ := envValue(d.Spec.Template, EnvMemoryPolicyJSON)
 			if name != "mem" || got != spec {
 				return fmt.Errorf("%s=%q %s=%q, want mem %s", EnvMemoryPolicy, name, EnvMemoryPolicyJSON, got, spec)
 			}
 			return nil
-		}
+		})
 	}
 	ctrltest.Eventually(t, wait, template(""))
 	ctrltest.Eventually(t, wait, replicaSetsAre(t, ns, "agent", 1))

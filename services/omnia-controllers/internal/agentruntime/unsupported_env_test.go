@@ -56,17 +56,13 @@ func TestUnsupportedFieldsReportedAgentRuns(t *testing.T) {
 		": spec.evals, spec.facades[].extraEnv, spec.media"))
 	markPodsReady(t, ns, "agent")
 	ctrltest.Eventually(t, wait, agentIs(ns, "agent", omniav1.AgentRuntimePhaseRunning, omniav1.ConditionReady, omniav1.ReasonRuntimeReady))
-	ctrltest.Eventually(t, wait, func() error {
-		p := &omniav1.Provider{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "voice"}, p); err != nil {
-			return err
-		}
+	ctrltest.Eventually(t, wait, ctrltest.ObjectIs(env.Client, types.NamespacedName{Namespace: ns, Name: "voice"}, func(p *omniav1.Provider) error {
 		c := meta.FindStatusCondition(p.Status.Conditions, omniav1.ConditionUnsupported)
 		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != omniav1.ReasonFieldsNotImplemented || c.Message == "" {
 			return fmt.Errorf("Provider Unsupported = %+v", c)
 		}
 		return nil
-	})
+	}))
 
 	// Passes that change nothing write no status. The Deployment's
 	// status settles first (available after ready), which the agent's

@@ -41,18 +41,14 @@ func TestWorkspaceReachesAgentThroughWatch(t *testing.T) {
 		newAgent(ns, "agent", nil))
 	key := types.NamespacedName{Namespace: ns, Name: "agent"}
 	template := func(sa, wsName string) func() error {
-		return func() error {
-			d := &appsv1.Deployment{}
-			if err := env.Client.Get(ctx, key, d); err != nil {
-				return err
-			}
+		return ctrltest.ObjectIs(env.Client, key, func(d *appsv1.Deployment) error {
 			p := d.Spec.Template
 			got, _ := envValue(p, "OMNIA_WORKSPACE_NAME")
 			if p.Spec.ServiceAccountName != sa || got != wsName {
 				return fmt.Errorf("service account %q OMNIA_WORKSPACE_NAME %q; want %q %q", p.Spec.ServiceAccountName, got, sa, wsName)
 			}
 			return nil
-		}
+		})
 	}
 	hpa := func(max int32) func() error { // max 0: no HPA
 		return func() error {
@@ -190,11 +186,7 @@ func (p *passProbe) ranOnWorkspace(rv string) bool {
 func (p *passProbe) settle(t *testing.T, key types.NamespacedName) {
 	t.Helper()
 	ctx := context.Background()
-	ctrltest.Eventually(t, wait, func() error {
-		d := &appsv1.Deployment{}
-		if err := env.Client.Get(ctx, key, d); err != nil {
-			return err
-		}
+	ctrltest.Eventually(t, wait, ctrltest.ObjectIs(env.Client, key, func(d *appsv1.Deployment) error {
 		if d.Status.ObservedGeneration != d.Generation || d.Status.UpdatedReplicas == 0 {
 			return fmt.Errorf("Deployment %s still rolling", key)
 		}
@@ -209,7 +201,7 @@ func (p *passProbe) settle(t *testing.T, key types.NamespacedName) {
 			return fmt.Errorf("no pass has run on the agent's current objects yet")
 		}
 		return nil
-	})
+	}))
 }
 
 // startWithProbe is startAll with the AgentRuntime reconciler wrapped in

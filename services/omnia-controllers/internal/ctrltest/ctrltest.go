@@ -229,6 +229,22 @@ func ConditionIs(conds []metav1.Condition, typ string, status metav1.ConditionSt
 	return nil
 }
 
+// ObjectIs is an Eventually condition on the object at key, read through
+// c into a new T: nil once check holds for it, else the read's error or
+// check's.
+func ObjectIs[T any, P interface {
+	*T
+	client.Object
+}](c client.Reader, key types.NamespacedName, check func(P) error) func() error {
+	return func() error {
+		obj := P(new(T))
+		if err := c.Get(context.Background(), key, obj); err != nil {
+			return err
+		}
+		return check(obj)
+	}
+}
+
 // ReadyPhase is an Eventually condition on the object at key, read
 // through c into a new T: its status is written for its generation, in
 // phase, with the Ready condition's reason. of returns what it compares:
@@ -237,15 +253,11 @@ func ReadyPhase[T any, P interface {
 	*T
 	client.Object
 }, Ph ~string](c client.Reader, key types.NamespacedName, phase Ph, reason string, of func(P) (Ph, int64, []metav1.Condition)) func() error {
-	return func() error {
-		obj := P(new(T))
-		if err := c.Get(context.Background(), key, obj); err != nil {
-			return err
-		}
+	return ObjectIs(c, key, func(obj P) error {
 		got, observed, conds := of(obj)
 		if observed != obj.GetGeneration() {
 			return fmt.Errorf("observedGeneration %d of %d", observed, obj.GetGeneration())
 		}
 		return PhaseReason(got, conds, phase, omniav1.ConditionReady, reason)
-	}
+	})
 }

@@ -19,17 +19,13 @@ import (
 const wait = 30 * time.Second
 
 func ready(ns, name string, status metav1.ConditionStatus, reason, msgHas string, count int32) func() error {
-	return func() error {
-		p := &omniav1.MemoryPolicy{}
-		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, p); err != nil {
-			return err
-		}
+	return ctrltest.ObjectIs(env.Client, types.NamespacedName{Namespace: ns, Name: name}, func(p *omniav1.MemoryPolicy) error {
 		c := meta.FindStatusCondition(p.Status.Conditions, omniav1.ConditionReady)
 		if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, msgHas) || p.Status.AgentCount != count || c.ObservedGeneration != p.Generation {
 			return fmt.Errorf("Ready %+v agents %d; want %s %s %q, %d agents", c, p.Status.AgentCount, status, reason, msgHas, count)
 		}
 		return nil
-	}
+	})
 }
 
 // TestBadPatternThenFixed: a redaction pattern that does not compile sets

@@ -87,14 +87,10 @@ func TestReferencesDriveReady(t *testing.T) {
 // edit changes the spec of c, read afresh, again when the controller's
 // status write got in between.
 func edit(ctx context.Context, c *omniav1.SandboxClass, change func(*omniav1.SandboxClass)) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur := &omniav1.SandboxClass{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), cur); err != nil {
-			return err
-		}
+	return retry.RetryOnConflict(retry.DefaultRetry, ctrltest.ObjectIs(env.Client, client.ObjectKeyFromObject(c), func(cur *omniav1.SandboxClass) error {
 		change(cur)
 		return env.Client.Update(ctx, cur)
-	})
+	}))
 }
 
 // TestOneWorker: the SandboxClass controller runs controller-runtime's

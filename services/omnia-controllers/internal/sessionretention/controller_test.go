@@ -34,17 +34,13 @@ func newPolicy(ns, name string, sel *metav1.LabelSelector) *omniav1.SessionReten
 // state waits for a policy's status: the agents it is in force for and
 // whether Conflict is True.
 func state(ns, name string, appliesTo []string, conflict metav1.ConditionStatus) func() error {
-	return func() error {
-		p := &omniav1.SessionRetentionPolicy{}
-		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, p); err != nil {
-			return err
-		}
+	return ctrltest.ObjectIs(env.Client, types.NamespacedName{Namespace: ns, Name: name}, func(p *omniav1.SessionRetentionPolicy) error {
 		c := meta.FindStatusCondition(p.Status.Conditions, omniav1.ConditionConflict)
 		if !slices.Equal(p.Status.AppliesTo, appliesTo) || c == nil || c.Status != conflict || p.Status.ObservedGeneration != p.Generation {
 			return fmt.Errorf("%s: appliesTo %v Conflict %+v; want %v %s", name, p.Status.AppliesTo, c, appliesTo, conflict)
 		}
 		return nil
-	}
+	})
 }
 
 // TestPoliciesFollowAgentsAndEachOther: the agents a policy is in force

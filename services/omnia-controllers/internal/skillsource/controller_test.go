@@ -43,11 +43,7 @@ func newConfigMap(ns, name string, data map[string]string) *corev1.ConfigMap {
 // statusIs waits for phase, the Ready reason and, when skills is not nil,
 // exactly those skill names in order.
 func statusIs(ns, name string, phase omniav1.SkillSourcePhase, reason string, skills []string) func() error {
-	return func() error {
-		s := &omniav1.SkillSource{}
-		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
-			return err
-		}
+	return ctrltest.ObjectIs(env.Client, types.NamespacedName{Namespace: ns, Name: name}, func(s *omniav1.SkillSource) error {
 		if err := ctrltest.PhaseReason(s.Status.Phase, s.Status.Conditions, phase, omniav1.ConditionReady, reason); err != nil {
 			return err
 		}
@@ -61,7 +57,7 @@ func statusIs(ns, name string, phase omniav1.SkillSourcePhase, reason string, sk
 			}
 		}
 		return nil
-	}
+	})
 }
 
 func getSource(t *testing.T, ns, name string) *omniav1.SkillSource {

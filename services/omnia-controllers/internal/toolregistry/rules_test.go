@@ -80,16 +80,12 @@ func TestPolicyBoundFollowsTheToolPolicyWatch(t *testing.T) {
 		create(t, ns, tr)
 	}
 	bound := func(name string, status metav1.ConditionStatus, reason string) func() error {
-		return func() error {
-			tr := &omniav1.ToolRegistry{}
-			if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, tr); err != nil {
-				return err
-			}
+		return ctrltest.ObjectIs(env.Client, types.NamespacedName{Namespace: ns, Name: name}, func(tr *omniav1.ToolRegistry) error {
 			if err := ctrltest.ConditionIs(tr.Status.Conditions, omniav1.ConditionPolicyBound, status, reason); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 			return nil
-		}
+		})
 	}
 	pol := &omniav1.ToolPolicy{ObjectMeta: metav1.ObjectMeta{Name: "pol", Namespace: ns}, Spec: omniav1.ToolPolicySpec{
 		Selector: omniav1.ToolPolicySelector{Registry: "a"},

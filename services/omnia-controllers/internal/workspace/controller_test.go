@@ -41,30 +41,22 @@ func newWorkspace(t *testing.T, name, ns string) {
 }
 
 func phaseIs(name string, phase omniav1.WorkspacePhase, reason string) func() error {
-	return func() error {
-		ws := &omniav1.Workspace{}
-		if err := env.Client.Get(context.Background(), types.NamespacedName{Name: name}, ws); err != nil {
-			return err
-		}
+	return ctrltest.ObjectIs(env.Client, types.NamespacedName{Name: name}, func(ws *omniav1.Workspace) error {
 		c := meta.FindStatusCondition(ws.Status.Conditions, omniav1.ConditionNamespaceReady)
 		if ws.Status.Phase != phase || c == nil || c.Reason != reason || ws.Status.ObservedGeneration != ws.Generation {
 			return fmt.Errorf("phase %q NamespaceReady %+v; want %q %s", ws.Status.Phase, c, phase, reason)
 		}
 		return nil
-	}
+	})
 }
 
 func labelIs(ns, want string) func() error {
-	return func() error {
-		n := &corev1.Namespace{}
-		if err := env.Client.Get(context.Background(), types.NamespacedName{Name: ns}, n); err != nil {
-			return err
-		}
+	return ctrltest.ObjectIs(env.Client, types.NamespacedName{Name: ns}, func(n *corev1.Namespace) error {
 		if got, ok := n.Labels[omniav1.LabelWorkspace]; got != want || (want == "") == ok {
 			return fmt.Errorf("namespace %s label %q (set %v), want %q", ns, got, ok, want)
 		}
 		return nil
-	}
+	})
 }
 
 func setLabel(t *testing.T, ns, value string) {
@@ -162,14 +154,10 @@ func TestMovedWorkspaceReleasesItsOldNamespace(t *testing.T) {
 	name, first, next := base, base+"-one", base+"-two"
 	newWorkspace(t, name, first)
 	ctrltest.Eventually(t, wait, labelIs(first, name))
-	ctrltest.Eventually(t, wait, func() error {
-		ws := &omniav1.Workspace{}
-		if err := env.Client.Get(context.Background(), types.NamespacedName{Name: name}, ws); err != nil {
-			return err
-		}
+	ctrltest.Eventually(t, wait, ctrltest.ObjectIs(env.Client, types.NamespacedName{Name: name}, func(ws *omniav1.Workspace) error {
 		ws.Spec.Namespace.Name = next
 		return env.Client.Update(context.Background(), ws)
-	})
+	}))
 	ctrltest.Eventually(t, wait, labelIs(next, name))
 	ctrltest.Eventually(t, wait, labelIs(first, ""))
 	ctrltest.Eventually(t, wait, phaseIs(name, omniav1.WorkspacePhaseReady, omniav1.ReasonNamespaceOwned))
