@@ -8,7 +8,6 @@ import (
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -40,13 +39,7 @@ func uninstallKEDA(t *testing.T) {
 	gv := ScaledObjectGVK.GroupVersion().String()
 	ctrltest.Eventually(t, 2*wait, func() error {
 		_, err := dc.ServerResourcesForGroupVersion(gv)
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil
-		case err != nil:
-			return fmt.Errorf("%s: %w", gv, err)
-		}
-		return fmt.Errorf("%s still served", gv)
+		return ctrltest.Gone("the served "+gv, err)
 	})
 }
 
