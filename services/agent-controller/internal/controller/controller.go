@@ -339,29 +339,32 @@ func (c *Controller) enqueueOwner(obj any) {
 }
 
 // enqueueOwnerOfNewJob queues the Agent controlling a Job the cache just
-// gained, unless the cached Agent already follows it and a pass would
-// decide nothing (decision.PollPasses): the pass that created the Job
-// wrote the Agent Running, and the Job's end brings the next one. A Job
-// that arrives while the pass creating it has not yet stored the Agent's
-// status brings no pass either: that pass decides from the Job it made.
-// The event carries the Job as created; what happens to it later comes
-// as an update.
+// gained, when newJobBringsPass says so.
 func (c *Controller) enqueueOwnerOfNewJob(obj any) {
-	job, ok := obj.(*batchv1.Job)
-	if !ok {
-		c.enqueueOwner(obj)
+	if job, ok := obj.(*batchv1.Job); ok && !c.newJobBringsPass(job) {
 		return
 	}
+	c.enqueueOwner(obj)
+}
+
+// newJobBringsPass reports whether a run Job new to the cache should
+// bring its owner a pass. It should not when the cached Agent already
+// follows it and a pass would decide nothing (decision.PollPasses): the
+// pass that created the Job wrote the Agent Running, and the Job's end
+// brings the next one. Nor while the pass creating it has not yet stored
+// the Agent's status: that pass decides from the Job it made. The Job
+// arrives as created; what happens to it later comes as an update.
+func (c *Controller) newJobBringsPass(job *batchv1.Job) bool {
 	if _, mine := c.creating.Load(job.Namespace + "/" + job.Name); mine {
-		return
+		return false
 	}
 	if ref := metav1.GetControllerOf(job); ref != nil && ref.Kind == "Agent" {
 		cached, found, _ := c.agents.GetIndexer().GetByKey(job.Namespace + "/" + ref.Name)
 		if a, isAgent := cached.(*agentsv1alpha1.Agent); found && isAgent && decision.IsRunJob(job, a) && !decision.PollPasses(a, job) {
-			return
+			return false
 		}
 	}
-	c.enqueueOwner(obj)
+	return true
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {
@@ -411,15 +414,22 @@ func (c *Controller) cachedRuns(namespace, station string) []*agentsv1alpha1.Age
 }
 
 // storeIfNewer puts a into the cache unless the cache holds a newer
-// version: the poll's LIST and our own patch results race with the watch.
-func (c *Controller) storeIfNewer(a *agentsv1alpha1.Agent) {
+// version (the poll's LIST and our own patch results race with the
+// watch), and reports whether it replaced an older version or none: what
+// a watch event would have brought, had the watch delivered it.
+func (c *Controller) storeIfNewer(a *agentsv1alpha1.Agent) (newer bool) {
 	idx := c.agents.GetIndexer()
+	newer = true
 	if old, ok, _ := idx.Get(a); ok {
-		if o, ok := old.(*agentsv1alpha1.Agent); ok && rvNewer(o.ResourceVersion, a.ResourceVersion) {
-			return
+		if o, ok := old.(*agentsv1alpha1.Agent); ok {
+			if rvNewer(o.ResourceVersion, a.ResourceVersion) {
+				return false
+			}
+			newer = rvNewer(a.ResourceVersion, o.ResourceVersion)
 		}
 	}
 	_ = idx.Update(a)
+	return newer
 }
 
 // rvNewer reports whether resourceVersion x is newer than y. Versions are

@@ -51,8 +51,9 @@ func (c *Controller) poll(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list Agents' metadata: %w", err)
 	}
+	var refreshed map[string]bool
 	if behind {
-		if err := c.pollAgents(ctx); err != nil {
+		if refreshed, err = c.pollAgents(ctx); err != nil {
 			return err
 		}
 	}
@@ -81,12 +82,17 @@ func (c *Controller) poll(ctx context.Context) error {
 		if obj, ok, _ := jobs.GetByKey(a.Namespace + "/" + decision.JobNameOf(a)); ok {
 			job, _ = obj.(*batchv1.Job)
 		}
-		// An Agent cache found behind was refreshed without watch events:
-		// every Agent gets a pass then, as it may hold what was missed.
+		// An Agent the poll refreshed changed without a watch event (or
+		// before it: the event then finds the version cached and brings
+		// nothing), so the poll gives it the pass the event would have.
+		// The Agents cached as listed pass only where a pass may decide
+		// something: under churn the LIST is nearly always a little
+		// ahead of the watch, and a pass over every cached Agent then
+		// was most of the reconciles of a large run.
 		switch {
 		case owners[key]:
 			follow = append(follow, key)
-		case behind || jobsErr != nil || decision.PollPasses(a, job):
+		case refreshed[key] || jobsErr != nil || decision.PollPasses(a, job):
 			keys = append(keys, key)
 		}
 	}
@@ -159,23 +165,27 @@ func (lw *listWatch) listVersions(ctx context.Context, each func(m *metav1.Parti
 }
 
 // pollAgents refreshes the Agent cache from a full paginated LIST: a
-// listed Agent newer than the cached copy replaces it, and a cached Agent
-// the LIST no longer holds is dropped when the LIST is newer.
-func (c *Controller) pollAgents(ctx context.Context) error {
-	listed := map[string]bool{}
+// listed Agent newer than the cached copy (or not cached) replaces it,
+// and a cached Agent the LIST no longer holds is dropped when the LIST
+// is newer. It returns the keys of the Agents it replaced or added.
+func (c *Controller) pollAgents(ctx context.Context) (refreshed map[string]bool, err error) {
+	listed, refreshed := map[string]bool{}, map[string]bool{}
 	listRV, err := listPages(ctx, c.lw, func(page runtime.Object) {
 		list := page.(*agentsv1alpha1.AgentList)
 		for i := range list.Items {
 			a := &list.Items[i]
-			c.storeIfNewer(a)
-			listed[a.Namespace+"/"+a.Name] = true
+			key := a.Namespace + "/" + a.Name
+			if c.storeIfNewer(a) {
+				refreshed[key] = true
+			}
+			listed[key] = true
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("list Agents: %w", err)
+		return nil, fmt.Errorf("list Agents: %w", err)
 	}
 	c.evictMissing(listed, listRV)
-	return nil
+	return refreshed, nil
 }
 
 // pollJobs checks the Job cache against a metadata LIST of run Jobs, as
@@ -229,9 +239,9 @@ func (c *Controller) pollJobs(ctx context.Context) (owners map[string]bool, err 
 }
 
 // readJobsWhole refreshes the Job cache from a full paginated LIST of run
-// Jobs, noting each listed key in listed and each Job newer than its
-// cached copy with owned; it counts in refreshed the Jobs whose end the
-// watch had not delivered.
+// Jobs, noting each listed key in listed and with owned each Job new or
+// newer than its cached copy whose owner needs a pass; it counts in
+// refreshed the Jobs whose end the watch had not delivered.
 func (c *Controller) readJobsWhole(ctx context.Context, listed map[string]bool, owned func(*batchv1.Job), refreshed *int) (string, error) {
 	idx := c.jobs.GetIndexer()
 	listRV, err := listPages(ctx, c.jobLW, func(page runtime.Object) {
@@ -241,7 +251,9 @@ func (c *Controller) readJobsWhole(ctx context.Context, listed map[string]bool, 
 			key := j.Namespace + "/" + j.Name
 			listed[key] = true
 			old, ok, _ := idx.GetByKey(key)
-			if o, isJob := old.(*batchv1.Job); ok && isJob {
+			o, isJob := old.(*batchv1.Job)
+			cached := ok && isJob
+			if cached {
 				if !rvNewer(j.ResourceVersion, o.ResourceVersion) {
 					continue
 				}
@@ -249,7 +261,13 @@ func (c *Controller) readJobsWhole(ctx context.Context, listed map[string]bool, 
 					*refreshed++
 				}
 			}
-			owned(j)
+			// As the Job informer's handlers do: a new Job its Agent does
+			// not follow yet, or a change a decision reads, brings its
+			// owner's pass; the counters the Job controller keeps moving
+			// do not.
+			if cached && decision.JobChangeMatters(o, j) || !cached && c.newJobBringsPass(j) {
+				owned(j)
+			}
 			_ = idx.Update(j)
 		}
 	})

@@ -215,3 +215,59 @@ func TestThePollRefreshesJobsTheWatchMissed(t *testing.T) {
 		t.Error("a cached Job missing from a newer LIST must be dropped: its deletion was missed")
 	}
 }
+
+// TestThePollPassesOnlyWhereAJobChangeMatters: a Job the poll finds newer
+// than its cached copy brings its owner a pass when the change is one a
+// decision reads (its end here), as the Job informer's handler does, and
+// none when only what the Job controller keeps moving changed.
+func TestThePollPassesOnlyWhereAJobChangeMatters(t *testing.T) {
+	now := metav1.Now()
+	running := batchv1.JobStatus{StartTime: &now, Active: 1}
+	cases := []struct {
+		rule         string
+		live, cached batchv1.JobStatus
+		passes       int
+	}{
+		{"a running Job whose counters moved brings no pass", running, batchv1.JobStatus{StartTime: &now}, 0},
+		{"a Job whose end the cache missed brings its owner's pass", batchv1.JobStatus{StartTime: &now, CompletionTime: &now, Succeeded: 1,
+			Conditions: []batchv1.JobCondition{
+				{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now}}}, running, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.rule, func(t *testing.T) {
+			ns, ctl := idleController(t)
+			defer ctl.queue.ShutDown()
+			// A Running Agent, cached as stored, whose run Job is agent-job-a.
+			mkAgent(t, ns, "a", "st")
+			a := getAgent(t, ns, "a")
+			a.Status = agentsv1alpha1.AgentStatus{Phase: agentsv1alpha1.PhaseRunning, JobName: "agent-job-a", StartedAt: &now}
+			if err := env.Client.Status().Update(context.Background(), a); err != nil {
+				t.Fatal(err)
+			}
+			if err := ctl.agents.GetIndexer().Add(a); err != nil {
+				t.Fatal(err)
+			}
+			live := runJob(ns, corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "agent"}}})
+			live.OwnerReferences = []metav1.OwnerReference{*controllerRef(a)}
+			if err := env.Client.Create(context.Background(), live); err != nil {
+				t.Fatal(err)
+			}
+			live.Status = tc.live
+			if err := env.Client.Status().Update(context.Background(), live); err != nil {
+				t.Fatal(err)
+			}
+			stale := live.DeepCopy()
+			stale.ResourceVersion, stale.Status = "1", tc.cached
+			if err := ctl.jobs.GetIndexer().Add(stale); err != nil {
+				t.Fatal(err)
+			}
+			if err := ctl.poll(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if n := ctl.queue.Len(); n != tc.passes {
+				t.Errorf("%d passes queued, want %d", n, tc.passes)
+			}
+		})
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -55,11 +57,20 @@ func (l *listKinds) take() (metadata, full int) {
 // Agents' metadata, and lists them whole only when that shows the cache
 // behind — an Agent it does not hold, or holds at an older version.
 // When the cache is current the metadata alone evicts a deleted Agent.
-// (The controller is not running: the cache changes only by the poll.)
+// Of the Agents that need no pass of their own (finished ones here), the
+// poll passes over those it refreshed, as their missed events would have,
+// and no other. (The controller is not running: the cache changes only
+// by the poll.)
 func TestThePollReadsAgentsWholeOnlyWhenTheCacheIsBehind(t *testing.T) {
 	ns := env.Namespace(t)
 	for i := range 3 {
-		mkAgent(t, ns, fmt.Sprintf("a%d", i), "st")
+		name := fmt.Sprintf("a%d", i)
+		mkAgent(t, ns, name, "st")
+		a := getAgent(t, ns, name)
+		a.Status.Phase = agentsv1alpha1.PhaseSucceeded
+		if err := env.Client.Status().Update(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
 	}
 	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
@@ -82,8 +93,10 @@ func TestThePollReadsAgentsWholeOnlyWhenTheCacheIsBehind(t *testing.T) {
 		wantCached    []string
 		wantRefreshed string
 		wantMetaPages int
+		wantPasses    []string
 	}{
-		{name: "an empty cache is behind: the Agents are read whole", wantFull: true, wantCached: []string{"a0", "a1", "a2"}, wantMetaPages: 1},
+		{name: "an empty cache is behind: the Agents are read whole", wantFull: true, wantCached: []string{"a0", "a1", "a2"}, wantMetaPages: 1,
+			wantPasses: []string{"a0", "a1", "a2"}},
 		{name: "a current cache needs the metadata only", wantCached: []string{"a0", "a1", "a2"}, wantMetaPages: 2},
 		{name: "an Agent changed since it was cached makes the cache behind", change: func() {
 			a := getAgent(t, ns, "a1")
@@ -91,7 +104,7 @@ func TestThePollReadsAgentsWholeOnlyWhenTheCacheIsBehind(t *testing.T) {
 			if err := env.Client.Status().Update(context.Background(), a); err != nil {
 				t.Fatal(err)
 			}
-		}, wantFull: true, wantCached: []string{"a0", "a1", "a2"}, wantRefreshed: "a1", wantMetaPages: 1},
+		}, wantFull: true, wantCached: []string{"a0", "a1", "a2"}, wantRefreshed: "a1", wantMetaPages: 1, wantPasses: []string{"a1"}},
 		{name: "an Agent deleted since is evicted from the metadata alone", change: func() {
 			if err := env.Client.Delete(context.Background(), getAgent(t, ns, "a2")); err != nil {
 				t.Fatal(err)
@@ -127,6 +140,16 @@ func TestThePollReadsAgentsWholeOnlyWhenTheCacheIsBehind(t *testing.T) {
 		}
 		if n := st.wantRefreshed; n != "" && getAgent(t, ns, n).ResourceVersion != after[n] {
 			t.Errorf("%s: %s cached at %s, stored at %s", st.name, n, after[n], getAgent(t, ns, n).ResourceVersion)
+		}
+		var passes []string
+		for ctl.queue.Len() > 0 {
+			key, _ := ctl.queue.Get()
+			ctl.queue.Done(key)
+			passes = append(passes, strings.TrimPrefix(key, ns+"/"))
+		}
+		slices.Sort(passes)
+		if !slices.Equal(passes, st.wantPasses) {
+			t.Errorf("%s: the poll queued passes over %v, want %v", st.name, passes, st.wantPasses)
 		}
 	}
 }
