@@ -37,7 +37,7 @@ type pubAckError struct {
 func parsePubAck(data []byte) (pubAck, error) {
 	var a pubAck
 	if err := gojson.Unmarshal(data, &a); err != nil {
-		return pubAck{}, fmt.Errorf("%w: %v", errInvalidAck, err)
+		return pubAck{}, fmt.Errorf("%w: %w", errInvalidAck, err)
 	}
 	return a, nil
 }
