@@ -28,14 +28,9 @@ func TestAJobsPassGoesAheadOfWaitingAdmissions(t *testing.T) {
 			c.enqueueOwner(cache.DeletedFinalStateUnknown{Key: "ns/agent-job-finished", Obj: runJob})
 		}},
 	}
-	kc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := New(kc, env.Kube, metrics.New(), Options{Namespace: "ns", Log: quiet})
-			defer c.queue.ShutDown()
+			c := queueOnly(t)
 			const waiting = 100
 			for i := range waiting {
 				c.queue.Add(fmt.Sprintf("ns/new-%d", i))
@@ -69,14 +64,9 @@ func TestANewJobBringsNoPassWhileItsCreatorRuns(t *testing.T) {
 		{"a Job this controller's pass is creating brings no pass", true, 0},
 		{"a Job no pass here is creating brings its owner's pass", false, 1},
 	}
-	kc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := New(kc, env.Kube, metrics.New(), Options{Namespace: "ns", Log: quiet})
-			defer c.queue.ShutDown()
+			c := queueOnly(t)
 			if tc.creating {
 				c.creating.Store("ns/agent-job-new", struct{}{})
 			}
@@ -86,4 +76,18 @@ func TestANewJobBringsNoPassWhileItsCreatorRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// queueOnly is a Controller of namespace "ns" that is not running, for a
+// test that reads what its handlers queue; its queue is shut down when the
+// test ends.
+func queueOnly(t *testing.T) *Controller {
+	t.Helper()
+	kc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(kc, env.Kube, metrics.New(), Options{Namespace: "ns", Log: quiet})
+	t.Cleanup(c.queue.ShutDown)
+	return c
 }
