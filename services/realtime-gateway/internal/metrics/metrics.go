@@ -5,6 +5,7 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc/codes"
 )
 
 // Metrics are the gateway's instruments.
@@ -46,5 +47,10 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(m.SessionsActive, m.PromptsTotal, m.PromptLatency, m.UpstreamDial,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Every code starts at zero: rate() needs a sample before the first
+	// increment, or a gateway's first refusal would never show on a graph.
+	for c := codes.OK; c <= codes.Unauthenticated; c++ {
+		m.PromptsTotal.WithLabelValues(c.String())
+	}
 	return m
 }
