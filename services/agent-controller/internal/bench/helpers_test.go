@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/libs/testenv/kubeassets"
 )
@@ -118,7 +120,10 @@ func (b *binary) stop() {
 // AGENTPLANE_BENCH_BINARY runs a binary built earlier instead (one of
 // another commit, to compare two in the same conditions), and
 // AGENTPLANE_BENCH_ARGS adds flags (--workers=8, to compare settings)
-// after the test's own args.
+// after the test's own args. AGENTPLANE_BENCH_MEMORY_LIMIT (a quantity,
+// 128Mi) runs it as in a container with that memory limit: the service
+// sets its Go soft limit to service.MemoryLimitRatio of the container's
+// (libs/service.LimitMemory), and the bench sets GOMEMLIMIT to the same.
 func startBinary(t *testing.T, ns string, args ...string) *binary {
 	t.Helper()
 	dir := t.TempDir()
@@ -136,9 +141,13 @@ func startBinary(t *testing.T, ns string, args ...string) *binary {
 	cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("AGENTPLANE_BENCH_ARGS"))...)
 	cmd.Stderr = os.Stderr
 	b := &binary{}
+	cmd.Env = os.Environ()
 	if prof != "" {
 		b.pprofAddr = testenv.FreeAddr(t)
-		cmd.Env = append(os.Environ(), "AGENTPLANE_PPROF_ADDR="+b.pprofAddr, "AGENTPLANE_CPU_PROFILE="+prof)
+		cmd.Env = append(cmd.Env, "AGENTPLANE_PPROF_ADDR="+b.pprofAddr, "AGENTPLANE_CPU_PROFILE="+prof)
+	}
+	if soft := memoryLimit(t); soft > 0 {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+strconv.FormatInt(soft, 10))
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -146,6 +155,21 @@ func startBinary(t *testing.T, ns string, args ...string) *binary {
 	b.pid, b.cmd = cmd.Process.Pid, cmd
 	t.Cleanup(b.stop)
 	return b
+}
+
+// memoryLimit is the Go soft limit a container with the memory limit
+// AGENTPLANE_BENCH_MEMORY_LIMIT gives the service; 0 when unset.
+func memoryLimit(t *testing.T) int64 {
+	t.Helper()
+	v := os.Getenv("AGENTPLANE_BENCH_MEMORY_LIMIT")
+	if v == "" {
+		return 0
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil || q.Value() <= 0 {
+		t.Fatalf("AGENTPLANE_BENCH_MEMORY_LIMIT=%q: want a memory quantity such as 128Mi (%v)", v, err)
+	}
+	return int64(float64(q.Value()) * service.MemoryLimitRatio)
 }
 
 // built is the binary of this tree, built once per test process, so every
