@@ -104,6 +104,8 @@ type binary struct {
 	pid       int
 	pprofAddr string
 	cmd       *exec.Cmd
+	// memory says the memory limit it runs under, for the reports.
+	memory string
 }
 
 // stop ends the process before the test does, so a later phase runs
@@ -140,14 +142,15 @@ func startBinary(t *testing.T, ns string, args ...string) *binary {
 	cmd.Args = append(cmd.Args, args...)
 	cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("AGENTPLANE_BENCH_ARGS"))...)
 	cmd.Stderr = os.Stderr
-	b := &binary{}
+	b := &binary{memory: "no memory limit"}
 	cmd.Env = os.Environ()
 	if prof != "" {
 		b.pprofAddr = testenv.FreeAddr(t)
 		cmd.Env = append(cmd.Env, "AGENTPLANE_PPROF_ADDR="+b.pprofAddr, "AGENTPLANE_CPU_PROFILE="+prof)
 	}
-	if soft := memoryLimit(t); soft > 0 {
+	if limit, soft := memoryLimit(t); soft > 0 {
 		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+strconv.FormatInt(soft, 10))
+		b.memory = fmt.Sprintf("as in a container limited to %s (GOMEMLIMIT %.0f MiB)", limit, float64(soft)/(1<<20))
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -157,19 +160,20 @@ func startBinary(t *testing.T, ns string, args ...string) *binary {
 	return b
 }
 
-// memoryLimit is the Go soft limit a container with the memory limit
-// AGENTPLANE_BENCH_MEMORY_LIMIT gives the service; 0 when unset.
-func memoryLimit(t *testing.T) int64 {
+// memoryLimit returns AGENTPLANE_BENCH_MEMORY_LIMIT and the Go soft
+// limit a container with that memory limit gives the service; 0 when
+// unset.
+func memoryLimit(t *testing.T) (string, int64) {
 	t.Helper()
 	v := os.Getenv("AGENTPLANE_BENCH_MEMORY_LIMIT")
 	if v == "" {
-		return 0
+		return "", 0
 	}
 	q, err := resource.ParseQuantity(v)
 	if err != nil || q.Value() <= 0 {
 		t.Fatalf("AGENTPLANE_BENCH_MEMORY_LIMIT=%q: want a memory quantity such as 128Mi (%v)", v, err)
 	}
-	return int64(float64(q.Value()) * service.MemoryLimitRatio)
+	return v, int64(float64(q.Value()) * service.MemoryLimitRatio)
 }
 
 // built is the binary of this tree, built once per test process, so every
