@@ -113,9 +113,11 @@ func TestBenchConcurrentRuns(t *testing.T) {
 	cpuBefore := cpuTicks(t, bin.pid)
 	var rssPeak float64
 	sampled := make(chan struct{})
+	prof := os.Getenv("AGENTPLANE_BENCH_PROFILE")
 	go func() { // VmHWM says the same; the samples are a cross-check
 		defer close(sampled)
 		began := time.Now()
+		var heapPeak float64
 		for i := 0; ctx.Err() == nil; i++ {
 			rssPeak = max(rssPeak, rssMiB(bin.pid))
 			if i%30 == 0 {
@@ -125,6 +127,13 @@ func TestBenchConcurrentRuns(t *testing.T) {
 				goroutines, _ := metricSum(metricsAddr, "go_goroutines")
 				t.Logf("%s: RSS %.0f MiB, heap in use %.0f MiB, %.0f goroutines, %d Agents Succeeded",
 					time.Since(began).Round(time.Second), rssMiB(bin.pid), heap/(1<<20), goroutines, agentDone.count())
+				// The live heap where the heap in use peaks, which is
+				// not where the runs are half done: each sample higher
+				// than any before replaces the profile.
+				if prof != "" && heap > heapPeak {
+					heapPeak = heap
+					bin.heapProfile(t, prof+".peak.heap")
+				}
 			}
 			select {
 			case <-ctx.Done():
@@ -133,7 +142,7 @@ func TestBenchConcurrentRuns(t *testing.T) {
 		}
 	}()
 
-	if prof := os.Getenv("AGENTPLANE_BENCH_PROFILE"); prof != "" {
+	if prof != "" {
 		// The heap when half the runs are done: every run cached, the
 		// finished ones read back.
 		watches.Add(1)
