@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	kevents "k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
@@ -88,30 +87,27 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("clientset: %w", err)
 	}
-	// Each Agent's transitions become Kubernetes Events. The recorder sends
-	// them in the background, aggregated as client-go does, on a client of
-	// their own held to --event-qps, until the controller has stopped:
-	// recording outlives ctx so the last transitions of the drain still go
-	// out.
+	// Each Agent's transitions become Kubernetes Events, written from a
+	// bounded queue (eventpace) on a client of their own held to
+	// --event-qps, until the controller has stopped: recording outlives
+	// ctx so the last transitions of the drain still go out.
 	ecfg := rest.CopyConfig(kcfg)
 	ecfg.QPS, ecfg.Burst = float32(cfg.EventQPS), cfg.EventBurst
 	eventsClient, err := kubernetes.NewForConfig(ecfg)
 	if err != nil {
 		return fmt.Errorf("events clientset: %w", err)
 	}
-	broadcaster := kevents.NewBroadcaster(&kevents.EventSinkImpl{Interface: eventsClient.EventsV1()})
-	recordCtx, stopRecording := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopRecording()
-	if err := broadcaster.StartRecordingToSinkWithContext(recordCtx); err != nil {
-		return fmt.Errorf("event recorder: %w", err)
-	}
-	defer broadcaster.Shutdown()
 	m := metrics.New()
+	recorder := eventpace.New(eventsClient.EventsV1(), scheme, config.Name, log,
+		func(t string) { m.KubeEventsDropped.WithLabelValues(t).Inc() })
+	recordCtx, stopRecording := context.WithCancel(context.WithoutCancel(ctx))
+	recording := make(chan struct{})
+	go func() { defer close(recording); recorder.Run(recordCtx) }()
+	defer func() { stopRecording(); <-recording }()
 	opts := controller.Options{
 		Namespace: cfg.WatchNamespace, Workers: cfg.Workers, PollInterval: cfg.PollInterval, PageSize: cfg.PageSize, Log: log,
 		BatchCleanupBackoff: cfg.BatchCleanupBackoff, RealtimeKeyNamespace: cfg.RealtimeKeyNamespace,
-		Recorder: eventpace.New(broadcaster.NewRecorder(scheme, config.Name), cfg.EventQPS, cfg.EventBurst,
-			func(t string) { m.KubeEventsDropped.WithLabelValues(t).Inc() }),
+		Recorder: recorder,
 		Reconcile: decision.Config{
 			MaxOutputBytes: cfg.MaxOutputBytes, RealtimeEnabled: cfg.RealtimeEnabled,
 			BatchEnabled: cfg.BatchEnabled, BatchPoll: cfg.BatchPoll, BatchTimeoutUnit: cfg.BatchTimeoutUnit,

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	kevents "k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/agentplane/agentplane/libs/testenv"
 	batchpb "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/eventpace"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
 )
 
@@ -92,21 +92,21 @@ func startWith(t *testing.T, ns string, o startOptions) (*Controller, *metrics.M
 		opts.NATS = o.nats
 		opts.Reconcile.Job.NATSURL, opts.Reconcile.Job.NATSCredentials, opts.Reconcile.Job.NATSCA = testNATSURL, true, len(o.nats.CA) > 0
 	}
-	stopRecording := func() {}
+	recording := make(chan struct{})
 	if o.record {
-		b := kevents.NewBroadcaster(&kevents.EventSinkImpl{Interface: env.Kube.EventsV1()})
-		if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		opts.Recorder = b.NewRecorder(env.Scheme, "agent-controller")
-		stopRecording = b.Shutdown
+		// The Recorder the binary uses, so the API server checks every
+		// Event it writes.
+		rec := eventpace.New(env.Kube.EventsV1(), env.Scheme, "agent-controller", quiet, nil)
+		opts.Recorder = rec
+		go func() { defer close(recording); rec.Run(ctx) }()
+	} else {
+		close(recording)
 	}
 	m := metrics.New()
 	ctl := New(c, kube, m, opts)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = ctl.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; stopRecording() })
+	t.Cleanup(func() { cancel(); <-done; <-recording })
 	return ctl, m
 }
 
