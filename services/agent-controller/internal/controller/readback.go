@@ -70,6 +70,8 @@ func (c *Controller) readRun(ctx context.Context, snap *decision.Snapshot) error
 		snap.NameTaken = job
 		return nil
 	}
+	// Decided on as the cache's Jobs are (decision.TrimJob).
+	decision.TrimJob(job)
 	snap.Job = job
 	finished, initLog := decision.JobFinished(job), decision.ReadsInitLog(a, job)
 	if finished || initLog {

@@ -383,12 +383,14 @@ func (c *Controller) applyOnce(ctx context.Context, agent *agentsv1alpha1.Agent,
 // existingJob reads the Job that a create found already there, and
 // whether it is the Agent's own (a pass whose status write was lost
 // created it). A Job gone meanwhile is an error, so the pass is retried
-// and creates it.
+// and creates it. It is trimmed as the cache's Jobs are: the decisions
+// read a trimmed Job's facts from what TrimJob kept.
 func (c *Controller) existingJob(ctx context.Context, a *agentsv1alpha1.Agent, name string) (job *batchv1.Job, ours bool, err error) {
 	job, err = c.kube.BatchV1().Jobs(a.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, false, fmt.Errorf("read Job %s, which already exists: %w", name, err)
 	}
+	decision.TrimJob(job)
 	return job, decision.IsRunJob(job, a), nil
 }
 

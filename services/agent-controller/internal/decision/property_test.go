@@ -92,9 +92,20 @@ func randomSnapshot(r *rand.Rand) Snapshot {
 	s.InFlight = r.IntN(3)
 	if r.IntN(3) != 0 {
 		var conds []batchv1.JobCondition
+		// The conditions a Job controller sets before its outcome, and
+		// ones not (or no longer) true.
+		if r.IntN(3) == 0 {
+			conds = append(conds, pick(r,
+				batchv1.JobCondition{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: "CompletionsReached"},
+				batchv1.JobCondition{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "too many"},
+				batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionFalse},
+				batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionUnknown, Reason: "X"}))
+		}
 		switch r.IntN(4) {
 		case 0:
-			conds = append(conds, complete)
+			c := complete
+			c.Reason, c.Message = pick(r, "", "CompletionsReached"), pick(r, "", "Reached expected number of succeeded pods")
+			conds = append(conds, c)
 		case 1:
 			conds = append(conds, failed)
 		case 2:

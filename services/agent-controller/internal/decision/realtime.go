@@ -104,25 +104,25 @@ func lastSessionID(job *batchv1.Job, log string) string {
 	return vendors.LastSessionID(vendors.Route(spec.Model), []byte(log))
 }
 
-// runSpecOf is the run spec frozen into job's agent container; nil when
-// it has none that decodes.
+// runSpecOf is the run spec frozen into job's agent container (of a
+// trimmed Job, what TrimJob kept of it); nil when it has none that
+// decodes.
 func runSpecOf(job *batchv1.Job) *runspec.Spec {
-	for _, c := range job.Spec.Template.Spec.Containers {
-		if c.Name != agentsv1alpha1.AgentContainerName {
-			continue
-		}
-		for _, e := range c.Env {
-			if e.Name != runspec.EnvName {
-				continue
-			}
-			spec, err := runspec.Decode(e.Value)
-			if err != nil {
-				return nil
-			}
-			return spec
-		}
+	var encoded string
+	var ok bool
+	if trimmed(job) {
+		encoded, ok = job.Annotations[trimmedRunSpec]
+	} else {
+		encoded, ok = containerEnv(job.Spec.Template.Spec.Containers, agentsv1alpha1.AgentContainerName, runspec.EnvName)
 	}
-	return nil
+	if !ok {
+		return nil
+	}
+	spec, err := runspec.Decode(encoded)
+	if err != nil {
+		return nil
+	}
+	return spec
 }
 
 // TokenRefused is the plan when a realtime run cannot get its token (the

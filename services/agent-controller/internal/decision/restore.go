@@ -11,9 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
-	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/truncate"
-	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
 )
 
 // RestoreOutcome is what a run pod's init container log says about the
@@ -104,19 +102,7 @@ func restoreRequest(job *batchv1.Job) (id, source string) {
 	if job == nil {
 		return "", ""
 	}
-	for _, c := range job.Spec.Template.Spec.InitContainers {
-		if c.Name != jobbuild.InitContainerName {
-			continue
-		}
-		for _, e := range c.Env {
-			switch e.Name {
-			case runspec.EnvConversationID:
-				id = e.Value
-			case runspec.EnvConversationSource:
-				source = e.Value
-			}
-		}
-	}
+	id, source = initConversation(job)
 	if id == "" || source == "" {
 		return "", ""
 	}

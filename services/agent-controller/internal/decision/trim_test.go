@@ -71,7 +71,7 @@ func TestTrimJobKeepsDecisions(t *testing.T) {
 		}
 		cut := whole.DeepCopy()
 		TrimJob(cut)
-		if cut.ManagedFields != nil || cut.Spec.Template.Spec.Volumes != nil || len(cut.Spec.Template.Spec.Containers[0].Env) > 1 {
+		if cut.ManagedFields != nil || cut.Spec.Template.Spec.Volumes != nil || cut.Spec.Template.Spec.Containers != nil || cut.Spec.Template.Spec.InitContainers != nil {
 			t.Fatalf("seed %d: TrimJob left what no decision reads: %+v", seed, cut.Spec)
 		}
 		// The controller dates the run's credentials from the deadline.
@@ -116,5 +116,42 @@ func randomSnapshotWithJob(r *rand.Rand) Snapshot {
 		if s := randomSnapshot(r); s.Job != nil {
 			return s
 		}
+	}
+}
+
+// TestTrimJobTrustsOnlyItsOwnFacts: a Job on the server that carries the
+// annotations TrimJob keeps its facts in (set by hand on the Job, whose
+// annotations stay mutable while its pod template does not) decides, once
+// trimmed, by what TrimJob found in its containers. The controller trims
+// every Job it reads, from the cache or live.
+func TestTrimJobTrustsOnlyItsOwnFacts(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 0x7217))
+	var whole *batchv1.Job
+	for whole == nil {
+		whole = builtJob(r, randomSnapshotWithJob(r))
+	}
+	forged := whole.DeepCopy()
+	forged.Annotations = map[string]string{
+		trimmedMark: "", trimmedRunSpec: "not a spec",
+		trimmedConversationID: "c-1", trimmedConversationSource: "redis",
+	}
+	cases := []struct {
+		name string
+		job  *batchv1.Job
+	}{
+		{"the cached copy of a Job with forged facts reads its containers' facts", func() *batchv1.Job { j := forged.DeepCopy(); TrimJob(j); return j }()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ws, cs := runSpecOf(whole), runSpecOf(tc.job)
+			if ws == nil || cs == nil || ws.Model != cs.Model {
+				t.Errorf("run spec %+v, want the model of %+v", cs, ws)
+			}
+			wi, wsrc := restoreRequest(whole)
+			ci, csrc := restoreRequest(tc.job)
+			if wi != ci || wsrc != csrc {
+				t.Errorf("restores %q from %q, want %q from %q", ci, csrc, wi, wsrc)
+			}
+		})
 	}
 }
