@@ -36,6 +36,17 @@ import (
 // counts and pruning read the cache instead of listing per reconcile.
 const byStation = "station"
 
+// byStationFinished indexes cached finished Agents by
+// namespace/stationRef/phase, and byStationWaiting the Agents that wait
+// for a slot of their Station by namespace/stationRef: a run's end reads
+// its Station's history to prune and its waiting runs to wake, not every
+// run of the Station, which made each end cost as much as the Station is
+// large (docs/benchmarks.md).
+const (
+	byStationFinished = "station-finished"
+	byStationWaiting  = "station-waiting"
+)
+
 // Defaults of Options, and of the flags that set them (--workers,
 // --poll-interval).
 const (
@@ -186,7 +197,8 @@ func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts
 			m.WatchReconnects.Inc()
 		}
 	}
-	ctl.agents = cache.NewSharedIndexInformer(ctl.lw, &agentsv1alpha1.Agent{}, 0, cache.Indexers{byStation: stationIndex})
+	ctl.agents = cache.NewSharedIndexInformer(ctl.lw, &agentsv1alpha1.Agent{}, 0, cache.Indexers{
+		byStation: stationIndex, byStationFinished: finishedIndex, byStationWaiting: waitingIndex})
 	jobs := watched(&batchv1.Job{}, &batchv1.JobList{}, batchv1.SchemeGroupVersion.WithKind("Job"))
 	jobs.labelSelector = agentsv1alpha1.LabelComponent + "=" + agentsv1alpha1.ComponentJob
 	jobs.typed = true
@@ -213,6 +225,28 @@ func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts
 func stationIndex(obj any) ([]string, error) {
 	a, ok := obj.(*agentsv1alpha1.Agent)
 	if !ok {
+		return nil, nil
+	}
+	return []string{a.Namespace + "/" + a.Spec.StationRef}, nil
+}
+
+// finishedIndex is the byStationFinished key of a finished Agent.
+func finishedIndex(obj any) ([]string, error) {
+	a, ok := obj.(*agentsv1alpha1.Agent)
+	if !ok || !a.Status.Phase.IsTerminal() {
+		return nil, nil
+	}
+	return []string{finishedKey(a.Namespace, a.Spec.StationRef, a.Status.Phase)}, nil
+}
+
+func finishedKey(namespace, station string, phase agentsv1alpha1.AgentPhase) string {
+	return namespace + "/" + station + "/" + string(phase)
+}
+
+// waitingIndex is the byStationWaiting key of an Agent waiting for a slot.
+func waitingIndex(obj any) ([]string, error) {
+	a, ok := obj.(*agentsv1alpha1.Agent)
+	if !ok || !decision.WaitsForSlot(a) {
 		return nil, nil
 	}
 	return []string{a.Namespace + "/" + a.Spec.StationRef}, nil
@@ -400,7 +434,12 @@ func (c *Controller) lockAdmission(station *agentsv1alpha1.Station, key string) 
 
 // cachedRuns returns the cached Agents of a Station.
 func (c *Controller) cachedRuns(namespace, station string) []*agentsv1alpha1.Agent {
-	objs, err := c.agents.GetIndexer().ByIndex(byStation, namespace+"/"+station)
+	return c.indexed(byStation, namespace+"/"+station)
+}
+
+// indexed returns the cached Agents under key in index.
+func (c *Controller) indexed(index, key string) []*agentsv1alpha1.Agent {
+	objs, err := c.agents.GetIndexer().ByIndex(index, key)
 	if err != nil {
 		return nil
 	}

@@ -360,12 +360,11 @@ func (c *Controller) applyOnce(ctx context.Context, agent *agentsv1alpha1.Agent,
 			"job", patched.Status.JobName, "reason", patched.Status.FailureReason)
 	}
 	c.m.Observe(decision.RunOf(snap), plan.Outcome)
-	if plan.Outcome.Terminal != "" {
+	if plan.Outcome.Terminal != "" && (snap.Station == nil || snap.Station.Spec.EffectiveMaxConcurrent() > 0) {
 		// A slot may have freed: let the Station's queued runs try now
-		// rather than at the next poll.
-		for _, r := range c.cachedRuns(agent.Namespace, agent.Spec.StationRef) {
-			waitsForSlot := r.Status.Phase != agentsv1alpha1.PhaseRunning || r.Status.BatchFallback && r.Status.JobName == ""
-			if r.Name != agent.Name && !r.Status.Phase.IsTerminal() && waitsForSlot {
+		// rather than at the next poll. An unlimited Station queues none.
+		for _, r := range c.indexed(byStationWaiting, agent.Namespace+"/"+agent.Spec.StationRef) {
+			if r.Name != agent.Name {
 				c.queue.Add(r.Namespace + "/" + r.Name)
 			}
 		}
@@ -409,7 +408,9 @@ func (c *Controller) prune(ctx context.Context, agent *agentsv1alpha1.Agent, sta
 		}
 	}
 	var errs []error
-	for _, v := range decision.PruneVictims(station, c.cachedRuns(agent.Namespace, agent.Spec.StationRef)) {
+	history := c.indexed(byStationFinished, finishedKey(agent.Namespace, agent.Spec.StationRef, agentsv1alpha1.PhaseSucceeded))
+	history = append(history, c.indexed(byStationFinished, finishedKey(agent.Namespace, agent.Spec.StationRef, agentsv1alpha1.PhaseFailed))...)
+	for _, v := range decision.PruneVictims(station, history) {
 		victim := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: agent.Namespace, Name: v.Name}}
 		err := c.c.Delete(ctx, victim, client.Preconditions{ResourceVersion: ptr.To(v.ResourceVersion)}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {

@@ -130,3 +130,17 @@ func startedBefore(x, y *agentsv1alpha1.Agent) bool {
 	}
 	return x.Name < y.Name
 }
+
+// WaitsForSlot reports whether a may be waiting for a slot of its Station:
+// it has not finished, and it is not Running, or runs as a batch fallback
+// whose Job is not created yet. A slot freeing up is worth a pass over
+// such runs, and only over them.
+func WaitsForSlot(a *agentsv1alpha1.Agent) bool {
+	switch {
+	case a.Status.Phase.IsTerminal():
+		return false
+	case a.Status.Phase != agentsv1alpha1.PhaseRunning:
+		return true
+	}
+	return a.Status.BatchFallback && a.Status.JobName == ""
+}

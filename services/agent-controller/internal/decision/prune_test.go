@@ -36,3 +36,26 @@ func TestPruneVictims(t *testing.T) {
 		t.Fatalf("pruned %v, want %s: keep the newest per phase by completedAt as times, never Running runs or other Stations", got, want)
 	}
 }
+
+func TestWaitsForSlot(t *testing.T) {
+	cases := []struct {
+		name   string
+		status agentsv1alpha1.AgentStatus
+		want   bool
+	}{
+		{"a new run waits", agentsv1alpha1.AgentStatus{}, true},
+		{"a Pending run waits", agentsv1alpha1.AgentStatus{Phase: agentsv1alpha1.PhasePending}, true},
+		{"a Running run holds its slot", agentsv1alpha1.AgentStatus{Phase: agentsv1alpha1.PhaseRunning, JobName: "j"}, false},
+		{"a batch fallback without its Job waits", agentsv1alpha1.AgentStatus{Phase: agentsv1alpha1.PhaseRunning, BatchFallback: true}, true},
+		{"a batch fallback with its Job holds its slot", agentsv1alpha1.AgentStatus{Phase: agentsv1alpha1.PhaseRunning, BatchFallback: true, JobName: "j"}, false},
+		{"a Succeeded run waits for nothing", agentsv1alpha1.AgentStatus{Phase: agentsv1alpha1.PhaseSucceeded}, false},
+		{"a Failed run waits for nothing", agentsv1alpha1.AgentStatus{Phase: agentsv1alpha1.PhaseFailed, BatchFallback: true}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := WaitsForSlot(&agentsv1alpha1.Agent{Status: tc.status}); got != tc.want {
+				t.Errorf("WaitsForSlot = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
