@@ -34,14 +34,19 @@ const (
 // several more), what picks the vendor's log parser from the run spec
 // frozen into the agent container (routeOnly), the conversation the init
 // container restores, and its status (of its conditions, those that tell
-// its outcome). The container facts move to
-// annotations of this copy (trimmedRunSpec and the others). Everything
-// else of the pod template (volumes, resources, security contexts, the
-// containers) only takes memory in a cache that holds every run's Job:
-// the controller never updates a Job from its cached copy, it only
-// creates and deletes them. TestTrimJobKeepsDecisions holds the list to
-// what the decisions read.
+// its outcome). The container facts move to annotations of this copy
+// (trimmedRunSpec and the others). Everything else of the pod template
+// (volumes, resources, security contexts, the containers) only takes
+// memory in a cache that holds every run's Job: the controller never
+// updates a Job from its cached copy, it only creates and deletes them.
+// TestTrimJobKeepsDecisions holds the list to what the decisions read.
+// Trimming a trimmed copy changes nothing.
 func TrimJob(job *batchv1.Job) {
+	if trimmed(job) && len(job.Spec.Template.Spec.Containers) == 0 {
+		// A Job on the server has a container at least: this is a copy
+		// TrimJob made, whose facts are in its annotations already.
+		return
+	}
 	job.ManagedFields = nil
 	// Only the label selector reads a run Job's labels, on the server.
 	job.Labels = nil

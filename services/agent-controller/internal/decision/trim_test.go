@@ -140,6 +140,7 @@ func TestTrimJobTrustsOnlyItsOwnFacts(t *testing.T) {
 		job  *batchv1.Job
 	}{
 		{"the cached copy of a Job with forged facts reads its containers' facts", func() *batchv1.Job { j := forged.DeepCopy(); TrimJob(j); return j }()},
+		{"a cached copy trimmed again keeps its facts", func() *batchv1.Job { j := whole.DeepCopy(); TrimJob(j); TrimJob(j); return j }()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
