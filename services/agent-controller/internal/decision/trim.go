@@ -1,7 +1,6 @@
 package decision
 
 import (
-	"maps"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -56,17 +55,20 @@ func TrimJob(job *batchv1.Job) {
 			delete(job.Annotations, k)
 		}
 	}
-	facts := map[string]string{trimmedMark: ""}
-	if spec, ok := containerEnv(job.Spec.Template.Spec.Containers, agentsv1alpha1.AgentContainerName, runspec.EnvName); ok {
-		facts[trimmedRunSpec] = routeOnly(spec)
-	}
-	if id, source := initConversation(job); id != "" || source != "" {
-		facts[trimmedConversationID], facts[trimmedConversationSource] = id, source
-	}
+	// Read before the mark goes on: initConversation reads a marked Job's
+	// annotations, an unmarked one's containers.
+	spec, hasSpec := containerEnv(job.Spec.Template.Spec.Containers, agentsv1alpha1.AgentContainerName, runspec.EnvName)
+	id, source := initConversation(job)
 	if job.Annotations == nil {
-		job.Annotations = make(map[string]string, len(facts))
+		job.Annotations = map[string]string{}
 	}
-	maps.Copy(job.Annotations, facts)
+	job.Annotations[trimmedMark] = ""
+	if hasSpec {
+		job.Annotations[trimmedRunSpec] = routeOnly(spec)
+	}
+	if id != "" || source != "" {
+		job.Annotations[trimmedConversationID], job.Annotations[trimmedConversationSource] = id, source
+	}
 	job.Spec = batchv1.JobSpec{
 		ActiveDeadlineSeconds: job.Spec.ActiveDeadlineSeconds,
 		Template: corev1.PodTemplateSpec{

@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	eventsclient "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
+	recordutil "k8s.io/client-go/tools/record/util"
 	"k8s.io/client-go/tools/reference"
 )
 
@@ -105,7 +106,7 @@ func New(sink eventsclient.EventsGetter, scheme *runtime.Scheme, controller stri
 // drops and counts it when MaxBacklog Events already wait. It never
 // blocks.
 func (r *Recorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	if eventtype != corev1.EventTypeNormal && eventtype != corev1.EventTypeWarning {
+	if !recordutil.ValidateEventType(eventtype) {
 		r.log.Error("Event of an unknown type not recorded", "type", eventtype, "reason", reason)
 		return
 	}
@@ -149,7 +150,7 @@ func (r *Recorder) event(regarding, related runtime.Object, eventtype, reason, a
 	}
 	now := r.now()
 	return &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", ref.Name, now.UnixNano()), Namespace: ns},
+		ObjectMeta:          metav1.ObjectMeta{Name: recordutil.GenerateEventName(ref.Name, now.UnixNano()), Namespace: ns},
 		EventTime:           metav1.NewMicroTime(now),
 		ReportingController: r.controller,
 		ReportingInstance:   r.instance,

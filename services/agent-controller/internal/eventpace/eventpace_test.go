@@ -111,7 +111,7 @@ func TestTheEventIsFilledAsClientGoFillsIt(t *testing.T) {
 	r, _ := newRecorder(map[string]int{})
 	at := time.Unix(1_800_000_000, 42)
 	r.now = func() time.Time { return at }
-	long := strings.Repeat("x", 2000)
+	long := strings.Repeat("a", 2000)
 	r.Eventf(pod("run-1"), pod("job-1"), corev1.EventTypeWarning, "Failed", "Finish", "exit %d: %s", 3, long)
 	ev := <-r.queue
 	checks := []struct {
@@ -126,7 +126,7 @@ func TestTheEventIsFilledAsClientGoFillsIt(t *testing.T) {
 		{"related to the second object", ev.Related != nil && ev.Related.Name == "job-1", true},
 		{"its type, reason and action as given", ev.Type + "/" + ev.Reason + "/" + ev.Action, "Warning/Failed/Finish"},
 		{"the note cut to the API server's 1 kB", len(ev.Note), maxNoteBytes},
-		{"the note formatted", strings.HasPrefix(ev.Note, "exit 3: xxx") && strings.HasSuffix(ev.Note, "..."), true},
+		{"the note formatted", strings.HasPrefix(ev.Note, "exit 3: aaa") && strings.HasSuffix(ev.Note, "..."), true},
 		{"at the time it was recorded", ev.EventTime.Time.Equal(at), true},
 	}
 	for _, c := range checks {
