@@ -89,8 +89,8 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	// Each Agent's transitions become Kubernetes Events, written from a
 	// bounded queue (eventpace) on a client of their own held to
-	// --event-qps, until the controller has stopped: recording outlives
-	// ctx so the last transitions of the drain still go out.
+	// --event-qps. Recording outlives ctx: once the controller has stopped,
+	// the Events still queued get eventpace.FlushFor to go out.
 	ecfg := rest.CopyConfig(kcfg)
 	ecfg.QPS, ecfg.Burst = float32(cfg.EventQPS), cfg.EventBurst
 	eventsClient, err := kubernetes.NewForConfig(ecfg)

@@ -64,6 +64,12 @@ const (
 	retryAfter = 10 * time.Second
 )
 
+// FlushFor bounds how long Run goes on writing the Events still queued
+// once its context ends: the last transitions of a controller that stops
+// are told, and a stop is not held up by an API server that does not
+// answer. At the default --event-qps of 50, about 250 Events.
+const FlushFor = 5 * time.Second
+
 // seriesEnd is how long after its last repeat a Warning starts a new
 // Event rather than adding to its series (client-go's figure).
 const seriesEnd = 6 * time.Minute
@@ -80,6 +86,7 @@ type Recorder struct {
 	dropped    func(eventType string)
 	now        func() time.Time
 	retryAfter time.Duration
+	flushFor   time.Duration
 
 	// mu guards the Warnings' series and when they were last swept of
 	// ended ones.
@@ -92,13 +99,13 @@ type Recorder struct {
 // held to the Events' rate, as controller (the Events'
 // reportingController; the instance is controller-<hostname>). Regarding
 // objects are referred to through scheme. dropped, if not nil, is told
-// the type of each Event dropped. Nothing is written until Run.
+// the type of each Event dropped, from any goroutine. Nothing is written until Run.
 func New(sink eventsclient.EventsGetter, scheme *runtime.Scheme, controller string, log *slog.Logger, dropped func(eventType string)) *Recorder {
 	host, _ := os.Hostname()
 	return &Recorder{
 		sink: sink, scheme: scheme, controller: controller, instance: controller + "-" + host,
 		queue: make(chan *eventsv1.Event, MaxBacklog), series: map[seriesKey]*seriesEntry{}, log: log, dropped: dropped,
-		now: time.Now, retryAfter: retryAfter,
+		now: time.Now, retryAfter: retryAfter, flushFor: FlushFor,
 	}
 }
 
@@ -163,8 +170,8 @@ func (r *Recorder) event(regarding, related runtime.Object, eventtype, reason, a
 	}, nil
 }
 
-// Run writes the queued Events with Workers writers until ctx ends; the
-// Events still queued then are not written.
+// Run writes the queued Events with Workers writers until ctx ends, then
+// for at most FlushFor the Events still queued, each tried once.
 func (r *Recorder) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for range Workers {
@@ -174,33 +181,98 @@ func (r *Recorder) Run(ctx context.Context) {
 				case <-ctx.Done():
 					return
 				case ev := <-r.queue:
-					r.write(ctx, ev)
+					if !r.write(ctx, ev) {
+						// Cut short by the stop: the flush tries it.
+						r.requeue(ev)
+						return
+					}
 				}
 			}
 		})
 	}
 	wg.Wait()
+	r.flush(ctx)
+}
+
+// flush writes what is still queued when Run's ctx has ended, within
+// flushFor: one try each, since a retry waits longer than the flush may.
+func (r *Recorder) flush(ended context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ended), r.flushFor)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range Workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				select {
+				case ev := <-r.queue:
+					if err := r.writeOnce(ctx, ev); err != nil && !apierrors.IsAlreadyExists(err) {
+						r.log.Warn("Event not written while stopping", "reason", ev.Reason, "regarding", ev.Regarding.Name, "err", err)
+						if r.dropped != nil {
+							r.dropped(ev.Type)
+						}
+					}
+				default:
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	left := 0
+	for {
+		select {
+		case ev := <-r.queue:
+			left++
+			if r.dropped != nil {
+				r.dropped(ev.Type)
+			}
+		default:
+			if left > 0 {
+				r.log.Warn("Events dropped: the controller stopped before they were written", "events", left)
+			}
+			return
+		}
+	}
 }
 
 // write creates ev, or adds to its series, trying again while the API
 // server cannot be reached; one the API server refuses is not tried
-// again, as it would be refused again.
-func (r *Recorder) write(ctx context.Context, ev *eventsv1.Event) {
+// again, as it would be refused again. It returns false when ctx ended
+// before ev was written or given up.
+func (r *Recorder) write(ctx context.Context, ev *eventsv1.Event) bool {
 	for try := 1; ; try++ {
+		if ctx.Err() != nil {
+			return false
+		}
 		err := r.writeOnce(ctx, ev)
-		if err == nil || apierrors.IsAlreadyExists(err) || ctx.Err() != nil {
-			return
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
 		}
 		if refused(err) || try >= maxTries {
 			r.log.Warn("Event not written", "reason", ev.Reason, "regarding", ev.Regarding.Name, "tries", try, "err", err)
-			return
+			return true
 		}
 		// Jittered, so that writers do not retry in step.
 		wait := r.retryAfter + time.Duration(rand.Int64N(int64(r.retryAfter)/4+1))
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(wait):
+		}
+	}
+}
+
+// requeue puts back an Event a stop cut short, or drops and counts it when
+// the queue has filled again meanwhile.
+func (r *Recorder) requeue(ev *eventsv1.Event) {
+	select {
+	case r.queue <- ev:
+	default:
+		if r.dropped != nil {
+			r.dropped(ev.Type)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,10 +37,15 @@ func pod(name string) *corev1.Pod {
 }
 
 // newRecorder is a Recorder over a fake clientset, with the drops counted
-// by type.
+// by type (read once the Recorder has stopped: its writers drop at once).
 func newRecorder(dropped map[string]int) (*Recorder, *fake.Clientset) {
 	cs := fake.NewClientset()
-	r := New(cs.EventsV1(), scheme.Scheme, "agent-controller", quiet, func(t string) { dropped[t]++ })
+	var mu sync.Mutex
+	r := New(cs.EventsV1(), scheme.Scheme, "agent-controller", quiet, func(t string) {
+		mu.Lock()
+		defer mu.Unlock()
+		dropped[t]++
+	})
 	r.retryAfter = time.Millisecond
 	return r, cs
 }
@@ -104,6 +110,77 @@ func TestADrainedBacklogAdmitsAsManyAgain(t *testing.T) {
 	<-done
 	if n := written.Load(); n != 2*MaxBacklog || dropped[corev1.EventTypeNormal] != 10 {
 		t.Errorf("%d Events written, %d dropped; want %d written, 10 dropped", n, dropped[corev1.EventTypeNormal], 2*MaxBacklog)
+	}
+}
+
+func TestStoppingWritesWhatIsQueued(t *testing.T) {
+	const flushFor = 500 * time.Millisecond
+	cases := []struct {
+		name             string
+		answer           func() error
+		written, dropped int
+	}{
+		{"the Events queued when Run's context ends are still written", func() error { return nil }, 20, 0},
+		{"an Event the API server cannot take while stopping is dropped and counted, not tried again",
+			func() error { return errors.New("connection refused") }, 0, 20},
+		// The fake clientset does not end a request with its context, so
+		// the writes under way finish; no Event is begun after the flush.
+		{"an API server slower than the flush is given no Event once the flush is over",
+			func() error { time.Sleep(2 * flushFor); return nil }, Workers, 20 - Workers},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dropped := map[string]int{}
+			r, cs := newRecorder(dropped)
+			r.flushFor = flushFor
+			var written atomic.Int32
+			cs.PrependReactor("create", "events", func(ktesting.Action) (bool, runtime.Object, error) {
+				if err := tc.answer(); err != nil {
+					return true, nil, err
+				}
+				written.Add(1)
+				return true, &eventsv1.Event{}, nil
+			})
+			for i := range 20 {
+				r.Eventf(pod(fmt.Sprint("p", i)), nil, corev1.EventTypeNormal, "Succeeded", "Finish", "")
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			r.Run(ctx)
+			if got, lost := int(written.Load()), dropped[corev1.EventTypeNormal]; got != tc.written || lost != tc.dropped {
+				t.Errorf("%d written, %d dropped; want %d written, %d dropped", got, lost, tc.written, tc.dropped)
+			}
+			if len(r.queue) != 0 {
+				t.Errorf("%d Events still queued after Run returned", len(r.queue))
+			}
+		})
+	}
+}
+
+func TestAnEventWaitingToBeTriedAgainIsFlushedOnStop(t *testing.T) {
+	dropped := map[string]int{}
+	r, cs := newRecorder(dropped)
+	r.retryAfter = time.Hour
+	var calls, written atomic.Int32
+	failedOnce := make(chan struct{})
+	cs.PrependReactor("create", "events", func(ktesting.Action) (bool, runtime.Object, error) {
+		if calls.Add(1) == 1 {
+			close(failedOnce)
+			return true, nil, errors.New("connection refused")
+		}
+		written.Add(1)
+		return true, &eventsv1.Event{}, nil
+	})
+	r.Eventf(pod("p"), nil, corev1.EventTypeNormal, "Succeeded", "Finish", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	<-failedOnce
+	// The writer now waits an hour to try again; the stop cuts that short.
+	cancel()
+	<-done
+	if written.Load() != 1 || dropped[corev1.EventTypeNormal] != 0 {
+		t.Errorf("%d written, %d dropped; want the Event written by the flush", written.Load(), dropped[corev1.EventTypeNormal])
 	}
 }
 
