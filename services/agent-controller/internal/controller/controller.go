@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	kevents "k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -182,14 +183,20 @@ func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts
 	ctl := &Controller{c: c, kube: kube, m: m, opts: opts, log: opts.Log, inflight: inflight{byStation: map[string]map[string]bool{}}}
 	// Every kind is listed and watched through the same client, each
 	// object decoded on its own (see listWatch).
-	watched := func(obj client.Object, list client.ObjectList, gvk schema.GroupVersionKind) *listWatch {
-		return &listWatch{c: c, gvk: gvk, namespace: opts.Namespace, pageSize: opts.PageSize,
+	// The poll's metadata LISTs name their whole path: any of kube's REST
+	// clients carries them.
+	var versions rest.Interface
+	if kube != nil {
+		versions = kube.CoreV1().RESTClient()
+	}
+	watched := func(obj client.Object, list client.ObjectList, gvk schema.GroupVersionKind, resource string) *listWatch {
+		return &listWatch{c: c, gvk: gvk, namespace: opts.Namespace, pageSize: opts.PageSize, versions: versions, resource: resource,
 			newObj:  func() client.Object { return obj.DeepCopyObject().(client.Object) },
 			newList: func() client.ObjectList { return list.DeepCopyObject().(client.ObjectList) },
 			bad:     newUndecodables(gvk.Kind, opts.Log, m.Undecodable.WithLabelValues(gvk.Kind)),
 		}
 	}
-	ctl.lw = watched(&agentsv1alpha1.Agent{}, &agentsv1alpha1.AgentList{}, agentsv1alpha1.GroupVersion.WithKind("Agent"))
+	ctl.lw = watched(&agentsv1alpha1.Agent{}, &agentsv1alpha1.AgentList{}, agentsv1alpha1.GroupVersion.WithKind("Agent"), "agents")
 	ctl.lw.watchTimeout = opts.WatchTimeout
 	ctl.lw.onList = func() { m.Resyncs.Inc() }
 	ctl.lw.onWatch = func(reconnect bool) {
@@ -199,7 +206,7 @@ func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts
 	}
 	ctl.agents = cache.NewSharedIndexInformer(ctl.lw, &agentsv1alpha1.Agent{}, 0, cache.Indexers{
 		byStation: stationIndex, byStationFinished: finishedIndex, byStationWaiting: waitingIndex})
-	jobs := watched(&batchv1.Job{}, &batchv1.JobList{}, batchv1.SchemeGroupVersion.WithKind("Job"))
+	jobs := watched(&batchv1.Job{}, &batchv1.JobList{}, batchv1.SchemeGroupVersion.WithKind("Job"), "jobs")
 	jobs.labelSelector = agentsv1alpha1.LabelComponent + "=" + agentsv1alpha1.ComponentJob
 	jobs.typed = true
 	// The cache holds every run's Job: only what the decisions read of
@@ -211,9 +218,9 @@ func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts
 	}
 	ctl.jobs = cache.NewSharedIndexInformer(jobs, &batchv1.Job{}, 0, cache.Indexers{})
 	ctl.jobLW = jobs
-	ctl.stations = cache.NewSharedIndexInformer(watched(&agentsv1alpha1.Station{}, &agentsv1alpha1.StationList{}, agentsv1alpha1.GroupVersion.WithKind("Station")),
+	ctl.stations = cache.NewSharedIndexInformer(watched(&agentsv1alpha1.Station{}, &agentsv1alpha1.StationList{}, agentsv1alpha1.GroupVersion.WithKind("Station"), "stations"),
 		&agentsv1alpha1.Station{}, 0, cache.Indexers{})
-	ctl.defs = cache.NewSharedIndexInformer(watched(&agentsv1alpha1.AgentDefinition{}, &agentsv1alpha1.AgentDefinitionList{}, agentsv1alpha1.GroupVersion.WithKind("AgentDefinition")),
+	ctl.defs = cache.NewSharedIndexInformer(watched(&agentsv1alpha1.AgentDefinition{}, &agentsv1alpha1.AgentDefinitionList{}, agentsv1alpha1.GroupVersion.WithKind("AgentDefinition"), "agentdefinitions"),
 		&agentsv1alpha1.AgentDefinition{}, 0, cache.Indexers{})
 	ctl.queue = priorityqueue.New("agents", func(o *priorityqueue.Opts[string]) {
 		o.RateLimiter = workqueue.DefaultTypedControllerRateLimiter[string]()

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -56,6 +57,12 @@ type listWatch struct {
 	typed   bool
 	watches atomic.Int64
 	bad     *undecodables
+	// versions is the REST client of the poll's metadata LISTs (see
+	// listVersions), of the kind's resource; versionPages counts the pages
+	// they read.
+	versions     rest.Interface
+	resource     string
+	versionPages atomic.Int64
 }
 
 var _ cache.ListerWatcherWithContext = (*listWatch)(nil)

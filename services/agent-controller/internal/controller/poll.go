@@ -9,10 +9,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
@@ -111,7 +109,7 @@ func (c *Controller) poll(ctx context.Context) error {
 func (c *Controller) pollAgentVersions(ctx context.Context) (behind bool, err error) {
 	lw, idx := c.lw, c.agents.GetIndexer()
 	listed := map[string]bool{}
-	listRV, err := lw.listVersions(ctx, func(m *metav1.PartialObjectMetadata, listRV string) {
+	listRV, err := lw.listVersions(ctx, func(m *itemVersion, listRV string) {
 		key := m.Namespace + "/" + m.Name
 		listed[key] = true
 		old, ok, _ := idx.GetByKey(key)
@@ -130,38 +128,6 @@ func (c *Controller) pollAgentVersions(ctx context.Context) (behind bool, err er
 		lw.bad.listed(listRV)
 	}
 	return behind, nil
-}
-
-// listVersions LISTs every page of lw's objects as metadata only (no spec
-// or status to transfer or decode), handing each to each with the LIST's
-// resourceVersion, and returns that version.
-func (lw *listWatch) listVersions(ctx context.Context, each func(m *metav1.PartialObjectMetadata, listRV string)) (string, error) {
-	opts := &client.ListOptions{Namespace: lw.namespace, Limit: lw.pageSize}
-	if lw.labelSelector != "" {
-		sel, err := labels.Parse(lw.labelSelector)
-		if err != nil {
-			return "", err
-		}
-		opts.LabelSelector = sel
-	}
-	listRV := ""
-	for {
-		page := &metav1.PartialObjectMetadataList{}
-		page.SetGroupVersionKind(lw.gvk.GroupVersion().WithKind(lw.gvk.Kind + "List"))
-		if err := lw.c.List(ctx, page, opts); err != nil {
-			return "", err
-		}
-		if listRV == "" {
-			listRV = page.ResourceVersion
-		}
-		for i := range page.Items {
-			each(&page.Items[i], listRV)
-		}
-		if page.Continue == "" {
-			return listRV, nil
-		}
-		opts.Continue = page.Continue
-	}
 }
 
 // pollAgents refreshes the Agent cache from a full paginated LIST: a
@@ -206,7 +172,7 @@ func (c *Controller) pollJobs(ctx context.Context) (owners map[string]bool, err 
 	}
 	refreshed := 0
 	behind := false
-	listRV, err := c.jobLW.listVersions(ctx, func(m *metav1.PartialObjectMetadata, _ string) {
+	listRV, err := c.jobLW.listVersions(ctx, func(m *itemVersion, _ string) {
 		key := m.Namespace + "/" + m.Name
 		listed[key] = true
 		old, ok, _ := idx.GetByKey(key)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -18,39 +20,32 @@ import (
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
 )
 
-// listKinds counts the LISTs a client makes, by what they read: Agents'
-// metadata only, or Agents whole.
+// listKinds counts the LISTs of whole Agents a client makes (the poll's
+// metadata LISTs go through a REST client of their own, and count their
+// pages in listWatch.versionPages).
 type listKinds struct {
-	mu             sync.Mutex
-	metadata, full int
+	mu   sync.Mutex
+	full int
 }
 
 func (l *listKinds) funcs() interceptor.Funcs {
 	return interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			l.mu.Lock()
-			switch ul := list.(type) {
-			case *metav1.PartialObjectMetadataList:
-				if ul.Kind == "AgentList" {
-					l.metadata++
-				}
-			case *unstructured.UnstructuredList:
-				if ul.GetKind() == "AgentList" {
-					l.full++
-				}
+			if ul, ok := list.(*unstructured.UnstructuredList); ok && ul.GetKind() == "AgentList" {
+				l.mu.Lock()
+				l.full++
+				l.mu.Unlock()
 			}
-			l.mu.Unlock()
 			return c.List(ctx, list, opts...)
 		},
 	}
 }
 
-func (l *listKinds) take() (metadata, full int) {
+func (l *listKinds) take() (full int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	metadata, full = l.metadata, l.full
-	l.metadata, l.full = 0, 0
-	return metadata, full
+	full, l.full = l.full, 0
+	return full
 }
 
 // TestThePollReadsAgentsWholeOnlyWhenTheCacheIsBehind: the poll lists the
@@ -119,7 +114,7 @@ func TestThePollReadsAgentsWholeOnlyWhenTheCacheIsBehind(t *testing.T) {
 		if err := ctl.poll(context.Background()); err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
-		meta, full := lists.take()
+		full, meta := lists.take(), int(ctl.lw.versionPages.Swap(0))
 		if (full > 0) != st.wantFull {
 			t.Errorf("%s: %d LISTs of whole Agents, want them: %v", st.name, full, st.wantFull)
 		}
@@ -182,5 +177,52 @@ func TestAnUndecodableAgentKnownAtItsVersionKeepsTheCacheCurrent(t *testing.T) {
 	b.listed("31")
 	if b.known("ns/bad", "10", "40") {
 		t.Error("a LIST at 31 that did not show the object kept it")
+	}
+}
+
+// TestTheMetadataListReadsEachRunJobsVersion: the poll's metadata LIST
+// reads, page by page, the identity and resourceVersion of every run Job
+// of its namespace, and of no other Job; a collection the API server does
+// not serve is an error, not an empty list.
+func TestTheMetadataListReadsEachRunJobsVersion(t *testing.T) {
+	ns, ctl := idleController(t)
+	ctl.jobLW.pageSize = 3
+	want := map[string]string{}
+	for i := range 5 {
+		j := runJob(ns, corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "agent"}}})
+		j.Name = fmt.Sprintf("agent-job-%d", i)
+		if i == 4 {
+			j.Labels = nil // not a run Job
+		}
+		if err := env.Client.Create(context.Background(), j); err != nil {
+			t.Fatal(err)
+		}
+		if i < 4 {
+			want[ns+"/"+j.Name] = j.ResourceVersion
+		}
+	}
+	got := map[string]string{}
+	listRV, err := ctl.jobLW.listVersions(context.Background(), func(m *itemVersion, _ string) {
+		got[m.Namespace+"/"+m.Name] = m.ResourceVersion
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The Job controller may have written a Job's status since: a version
+	// listed is that of the creation or newer, and not newer than the LIST.
+	if !slices.Equal(slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want))) {
+		t.Errorf("listed %v, want the run Jobs %v", got, want)
+	}
+	if pages := ctl.jobLW.versionPages.Load(); pages != 2 {
+		t.Errorf("%d pages of 3 for 4 Jobs, want 2", pages)
+	}
+	for key, rv := range got {
+		if rvNewer(want[key], rv) || rvNewer(rv, listRV) {
+			t.Errorf("%s listed at %s: created at %s, listed at %s", key, rv, want[key], listRV)
+		}
+	}
+	ctl.jobLW.resource = "nosuchjobs"
+	if _, err := ctl.jobLW.listVersions(context.Background(), func(*itemVersion, string) {}); !apierrors.IsNotFound(err) {
+		t.Errorf("listing a collection the API server does not serve: err %v, want NotFound", err)
 	}
 }
