@@ -396,15 +396,16 @@ func (c *Controller) existingJob(ctx context.Context, a *agentsv1alpha1.Agent, n
 // prune deletes the Station's finished Agents beyond its history limits.
 func (c *Controller) prune(ctx context.Context, agent *agentsv1alpha1.Agent, station *agentsv1alpha1.Station) error {
 	if station == nil {
+		// A pass that followed a Job read no Station: the cache has it.
 		station = &agentsv1alpha1.Station{}
-		err := c.getDecoded(ctx, types.NamespacedName{Namespace: agent.Namespace, Name: agent.Spec.StationRef}, station)
-		if _, bad := unreadable(err); bad || apierrors.IsNotFound(err) {
+		found, err := c.cachedOrLive(ctx, c.stations, agent.Namespace, agent.Spec.StationRef, station)
+		if _, bad := unreadable(err); bad || err == nil && !found {
 			// An unreadable Station's limits are unknown: nothing is
 			// pruned until it is fixed (its watch reports it).
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("get Station: %w", err)
+			return err
 		}
 	}
 	var errs []error
