@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 )
@@ -15,12 +16,14 @@ import (
 // creator wrote and of every status the Job controller wrote, several kB.
 // Decoded into client-go's PartialObjectMetadata, those were about half of
 // everything the controller allocated at 10,000 runs
-// (docs/benchmarks.md); decoded into the few fields below, the rest of
-// each object is skipped without being kept.
+// (docs/benchmarks.md). Read here from protobuf, where a field not read
+// is skipped by its length, or from JSON where the server has no protobuf
+// for the kind, only the few fields below are decoded.
 
 // metadataListAccept asks for a LIST as a PartialObjectMetadataList, in
-// JSON: the decoder skips the fields itemVersion does not name.
-const metadataListAccept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+// protobuf, or JSON when the server cannot (custom resources).
+const metadataListAccept = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1," +
+	"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 // itemVersion is what the poll reads of one listed object.
 type itemVersion struct {
@@ -36,9 +39,12 @@ type versionsPage struct {
 		ResourceVersion string `json:"resourceVersion"`
 		Continue        string `json:"continue"`
 	} `json:"metadata"`
-	Items []struct {
-		Metadata itemVersion `json:"metadata"`
-	} `json:"items"`
+	Items []listedItem `json:"items"`
+}
+
+// listedItem is one object of a metadata LIST page.
+type listedItem struct {
+	Metadata itemVersion `json:"metadata"`
 }
 
 // path is the URL path of lw's collection.
@@ -112,15 +118,24 @@ func (lw *listWatch) versionsPage(ctx context.Context, cont string, buf *bytes.B
 	return page, nil
 }
 
-// decodeVersionsPage reads b as a page of a metadata LIST.
+// decodeVersionsPage reads b, protobuf or JSON, as a page of a metadata
+// LIST.
 func decodeVersionsPage(b []byte) (*versionsPage, error) {
 	page := &versionsPage{}
-	if err := json.Unmarshal(b, page); err != nil {
+	if bytes.HasPrefix(b, protobufPrefix) {
+		if err := decodeProtoPage(b[len(protobufPrefix):], page); err != nil {
+			return nil, err
+		}
+	} else if err := json.Unmarshal(b, page); err != nil {
 		return nil, err
 	}
 	if page.Kind != "PartialObjectMetadataList" {
 		// Read as a list of nothing, it would evict the whole cache.
 		return nil, fmt.Errorf("the page came back as %q, not as PartialObjectMetadataList", page.Kind)
+	}
+	if page.Metadata.ResourceVersion == "" {
+		// Every LIST the API server answers has one: this page is cut.
+		return nil, errors.New("the page has no resourceVersion")
 	}
 	return page, nil
 }

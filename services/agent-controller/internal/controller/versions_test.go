@@ -1,13 +1,19 @@
 package controller
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -24,6 +30,7 @@ func TestAMetadataPageThatIsNotOneIsAnError(t *testing.T) {
 		{"a metadata list is read", `{"kind":"PartialObjectMetadataList","metadata":{"resourceVersion":"7"},"items":[{"metadata":{"namespace":"ns","name":"a","resourceVersion":"5","managedFields":[{"manager":"x"}]}}]}`, ""},
 		{"a full list the server sent instead is an error", `{"kind":"JobList","metadata":{"resourceVersion":"7"},"items":[]}`, `came back as "JobList"`},
 		{"an empty object is an error", `{}`, `came back as ""`},
+		{"a list without its resourceVersion is an error", `{"kind":"PartialObjectMetadataList","items":[]}`, "no resourceVersion"},
 		{"a page cut short is an error", `{"kind":"PartialObjectMetadataList","items":[{"metadata":`, "read a page"},
 		{"a body that is not JSON is an error", `<html>proxy</html>`, "read a page"},
 	}
@@ -65,10 +72,68 @@ func FuzzDecodeVersionsPage(f *testing.F) {
 	f.Add([]byte(`{"kind":"PartialObjectMetadataList","metadata":{"resourceVersion":"7","continue":"c"},"items":[{"metadata":{"namespace":"ns","name":"a","resourceVersion":"5"}}]}`))
 	f.Add([]byte(`{"kind":"Status","status":"Failure"}`))
 	f.Add([]byte(`{"items":null}`))
+	f.Add(protobufPage(f))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		page, err := decodeVersionsPage(b)
 		if err == nil && page.Kind != "PartialObjectMetadataList" {
 			t.Errorf("accepted a page of kind %q", page.Kind)
 		}
 	})
+}
+
+// protobufPage is a metadata LIST page as the API server encodes it in
+// protobuf: two Jobs with all the metadata a Job carries.
+func protobufPage(tb testing.TB) []byte {
+	tb.Helper()
+	sch := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(sch); err != nil {
+		tb.Fatal(err)
+	}
+	item := func(name, rv string) metav1.PartialObjectMetadata {
+		return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "ns", ResourceVersion: rv, UID: types.UID("u-" + name), Generation: 3,
+			CreationTimestamp: metav1.Now(),
+			Labels:            map[string]string{"batch.kubernetes.io/job-name": name},
+			Annotations:       map[string]string{"a": strings.Repeat("x", 300)},
+			OwnerReferences:   []metav1.OwnerReference{{APIVersion: "agents.re-cinq.com/v1alpha1", Kind: "Agent", Name: "a", UID: "u"}},
+			Finalizers:        []string{"f"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
+				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:active":{}}}`)}},
+		}}
+	}
+	list := &metav1.PartialObjectMetadataList{
+		TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"},
+		ListMeta: metav1.ListMeta{ResourceVersion: "42", Continue: "next", RemainingItemCount: ptrTo(int64(7))},
+		Items:    []metav1.PartialObjectMetadata{item("agent-job-a", "40"), item("agent-job-b", "41")},
+	}
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(sch, sch).Encode(list, &buf); err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// TestTheProtobufPageReadsWhatTheJSONPageReads: a page in protobuf reads
+// as the same page in JSON would, its other fields skipped, and one cut
+// short anywhere is an error.
+func TestTheProtobufPageReadsWhatTheJSONPageReads(t *testing.T) {
+	b := protobufPage(t)
+	page, err := decodeVersionsPage(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := versionsPage{Kind: "PartialObjectMetadataList", Items: []listedItem{
+		{itemVersion{Namespace: "ns", Name: "agent-job-a", ResourceVersion: "40"}},
+		{itemVersion{Namespace: "ns", Name: "agent-job-b", ResourceVersion: "41"}}}}
+	want.Metadata.ResourceVersion, want.Metadata.Continue = "42", "next"
+	if fmt.Sprint(*page) != fmt.Sprint(want) {
+		t.Errorf("read %+v, want %+v", *page, want)
+	}
+	for cut := len(protobufPrefix) + 1; cut < len(b); cut += 7 {
+		if _, err := decodeVersionsPage(b[:cut]); err == nil {
+			t.Errorf("a page cut at %d of %d bytes was read", cut, len(b))
+		}
+	}
 }
