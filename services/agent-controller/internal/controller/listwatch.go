@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/agentplane/agentplane/services/agent-controller/internal/metalist"
 )
 
 // listWatch lists and watches one kind for an informer's reflector,
@@ -63,6 +65,17 @@ type listWatch struct {
 	versions     rest.Interface
 	resource     string
 	versionPages atomic.Int64
+}
+
+// listVersions LISTs every page of lw's objects as metadata only (see
+// metalist), handing each object's identity and resourceVersion to each
+// with the LIST's resourceVersion, and returns that version.
+func (lw *listWatch) listVersions(ctx context.Context, each func(m *metalist.Item, listRV string)) (string, error) {
+	res, err := metalist.List(ctx, metalist.Request{Client: lw.versions, Resource: lw.resource,
+		Path:  metalist.CollectionPath(lw.gvk.Group, lw.gvk.Version, lw.namespace, lw.resource),
+		Limit: lw.pageSize, LabelSelector: lw.labelSelector}, each)
+	lw.versionPages.Add(int64(res.Pages))
+	return res.ResourceVersion, err
 }
 
 var _ cache.ListerWatcherWithContext = (*listWatch)(nil)

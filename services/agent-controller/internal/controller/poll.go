@@ -15,6 +15,7 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/metalist"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
 )
 
@@ -109,7 +110,7 @@ func (c *Controller) poll(ctx context.Context) error {
 func (c *Controller) pollAgentVersions(ctx context.Context) (behind bool, err error) {
 	lw, idx := c.lw, c.agents.GetIndexer()
 	listed := map[string]bool{}
-	listRV, err := lw.listVersions(ctx, func(m *itemVersion, listRV string) {
+	listRV, err := lw.listVersions(ctx, func(m *metalist.Item, listRV string) {
 		key := m.Namespace + "/" + m.Name
 		listed[key] = true
 		old, ok, _ := idx.GetByKey(key)
@@ -172,7 +173,7 @@ func (c *Controller) pollJobs(ctx context.Context) (owners map[string]bool, err 
 	}
 	refreshed := 0
 	behind := false
-	listRV, err := c.jobLW.listVersions(ctx, func(m *itemVersion, _ string) {
+	listRV, err := c.jobLW.listVersions(ctx, func(m *metalist.Item, _ string) {
 		key := m.Namespace + "/" + m.Name
 		listed[key] = true
 		old, ok, _ := idx.GetByKey(key)

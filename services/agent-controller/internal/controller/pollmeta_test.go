@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/metalist"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
 )
 
@@ -202,7 +203,7 @@ func TestTheMetadataListReadsEachRunJobsVersion(t *testing.T) {
 		}
 	}
 	got := map[string]string{}
-	listRV, err := ctl.jobLW.listVersions(context.Background(), func(m *itemVersion, _ string) {
+	listRV, err := ctl.jobLW.listVersions(context.Background(), func(m *metalist.Item, _ string) {
 		got[m.Namespace+"/"+m.Name] = m.ResourceVersion
 	})
 	if err != nil {
@@ -222,7 +223,7 @@ func TestTheMetadataListReadsEachRunJobsVersion(t *testing.T) {
 		}
 	}
 	ctl.jobLW.resource = "nosuchjobs"
-	if _, err := ctl.jobLW.listVersions(context.Background(), func(*itemVersion, string) {}); !apierrors.IsNotFound(err) {
+	if _, err := ctl.jobLW.listVersions(context.Background(), func(*metalist.Item, string) {}); !apierrors.IsNotFound(err) {
 		t.Errorf("listing a collection the API server does not serve: err %v, want NotFound", err)
 	}
 }

@@ -1,4 +1,4 @@
-package controller
+package metalist
 
 import (
 	"errors"
@@ -29,17 +29,17 @@ const (
 )
 
 // decodeProtoPage reads b, a runtime.Unknown holding a
-// PartialObjectMetadataList, into page: the list's kind, version and
+// PartialObjectMetadataList, into out: the list's kind, version and
 // continue token, and each item's namespace, name and resourceVersion.
 // Every other field is skipped by its length, unread.
-func decodeProtoPage(b []byte, page *versionsPage) error {
+func decodeProtoPage(b []byte, out *page) error {
 	var raw []byte
 	err := eachField(b, func(num protowire.Number, v []byte) error {
 		switch num {
 		case unknownTypeMeta:
 			return eachField(v, func(num protowire.Number, v []byte) error {
 				if num == typeMetaKind {
-					page.Kind = string(v)
+					out.Kind = string(v)
 				}
 				return nil
 			})
@@ -57,14 +57,14 @@ func decodeProtoPage(b []byte, page *versionsPage) error {
 			return eachField(v, func(num protowire.Number, v []byte) error {
 				switch num {
 				case listMetaRV:
-					page.Metadata.ResourceVersion = string(v)
+					out.Metadata.ResourceVersion = string(v)
 				case listMetaCont:
-					page.Metadata.Continue = string(v)
+					out.Metadata.Continue = string(v)
 				}
 				return nil
 			})
 		case listItems:
-			var m itemVersion
+			var m Item
 			err := eachField(v, func(num protowire.Number, v []byte) error {
 				if num != itemMeta {
 					return nil
@@ -81,7 +81,7 @@ func decodeProtoPage(b []byte, page *versionsPage) error {
 					return nil
 				})
 			})
-			page.Items = append(page.Items, listedItem{Metadata: m})
+			out.Items = append(out.Items, listedItem{Metadata: m})
 			return err
 		}
 		return nil

@@ -1,4 +1,4 @@
-package controller
+package metalist
 
 import (
 	"bytes"
@@ -11,15 +11,14 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
-// TestAMetadataPageThatIsNotOneIsAnError: whatever answers the poll's
-// metadata LIST with a 200, only a PartialObjectMetadataList is read as
+// TestAMetadataPageThatIsNotOneIsAnError: whatever answers a metadata
+// LIST with a 200, only a PartialObjectMetadataList is read as
 // one; anything else is an error, never a list of nothing (which would
 // evict every cached object).
 func TestAMetadataPageThatIsNotOneIsAnError(t *testing.T) {
@@ -48,10 +47,9 @@ func TestAMetadataPageThatIsNotOneIsAnError(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lw := &listWatch{gvk: schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, resource: "jobs",
-				versions: kube.CoreV1().RESTClient()}
+			req := Request{Client: kube.CoreV1().RESTClient(), Path: CollectionPath("batch", "v1", "", "jobs"), Resource: "jobs"}
 			var got []string
-			_, err = lw.listVersions(context.Background(), func(m *itemVersion, listRV string) {
+			_, err = List(context.Background(), req, func(m *Item, listRV string) {
 				got = append(got, m.Namespace+"/"+m.Name+"@"+m.ResourceVersion+"<"+listRV)
 			})
 			switch {
@@ -66,17 +64,17 @@ func TestAMetadataPageThatIsNotOneIsAnError(t *testing.T) {
 	}
 }
 
-// FuzzDecodeVersionsPage: no answer of a server makes the page decoder
-// panic, and what it accepts is a metadata list.
-func FuzzDecodeVersionsPage(f *testing.F) {
+// FuzzDecodePage: no answer of a server makes the page decoder panic, and
+// what it accepts is a metadata list.
+func FuzzDecodePage(f *testing.F) {
 	f.Add([]byte(`{"kind":"PartialObjectMetadataList","metadata":{"resourceVersion":"7","continue":"c"},"items":[{"metadata":{"namespace":"ns","name":"a","resourceVersion":"5"}}]}`))
 	f.Add([]byte(`{"kind":"Status","status":"Failure"}`))
 	f.Add([]byte(`{"items":null}`))
 	f.Add(protobufPage(f))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		page, err := decodeVersionsPage(b)
-		if err == nil && page.Kind != "PartialObjectMetadataList" {
-			t.Errorf("accepted a page of kind %q", page.Kind)
+		p, err := decodePage(b)
+		if err == nil && p.Kind != "PartialObjectMetadataList" {
+			t.Errorf("accepted a page of kind %q", p.Kind)
 		}
 	})
 }
@@ -120,19 +118,19 @@ func ptrTo[T any](v T) *T { return &v }
 // short anywhere is an error.
 func TestTheProtobufPageReadsWhatTheJSONPageReads(t *testing.T) {
 	b := protobufPage(t)
-	page, err := decodeVersionsPage(b)
+	got, err := decodePage(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := versionsPage{Kind: "PartialObjectMetadataList", Items: []listedItem{
-		{itemVersion{Namespace: "ns", Name: "agent-job-a", ResourceVersion: "40"}},
-		{itemVersion{Namespace: "ns", Name: "agent-job-b", ResourceVersion: "41"}}}}
+	want := page{Kind: "PartialObjectMetadataList", Items: []listedItem{
+		{Item{Namespace: "ns", Name: "agent-job-a", ResourceVersion: "40"}},
+		{Item{Namespace: "ns", Name: "agent-job-b", ResourceVersion: "41"}}}}
 	want.Metadata.ResourceVersion, want.Metadata.Continue = "42", "next"
-	if fmt.Sprint(*page) != fmt.Sprint(want) {
-		t.Errorf("read %+v, want %+v", *page, want)
+	if fmt.Sprint(*got) != fmt.Sprint(want) {
+		t.Errorf("read %+v, want %+v", *got, want)
 	}
 	for cut := len(protobufPrefix) + 1; cut < len(b); cut += 7 {
-		if _, err := decodeVersionsPage(b[:cut]); err == nil {
+		if _, err := decodePage(b[:cut]); err == nil {
 			t.Errorf("a page cut at %d of %d bytes was read", cut, len(b))
 		}
 	}
