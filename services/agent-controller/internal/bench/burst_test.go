@@ -41,8 +41,8 @@ func TestBenchBurst(t *testing.T) {
 	// The Job controller first: once it stops, the Jobs of the later
 	// phases stay without pods, so node-side work never counts.
 	kcmRate, kcmLat := jobControllerBurst(t, c, kube, n)
-	ceiling := twoWriteCeiling(t, c, kube, n)
-	backlog := backlogDrain(t, c, kube, n)
+	ceiling, ceilingReqs := twoWriteCeiling(t, c, kube, n)
+	backlog, backlogReqs := backlogDrain(t, c, kube, n)
 
 	ns := env.Namespace(t)
 	mkStation(t, c, ns)
@@ -81,8 +81,10 @@ func TestBenchBurst(t *testing.T) {
 
 	bin.profile(t, "start")
 	burstStart := time.Now()
+	reqsBefore := apiRequests(t, kube)
 	created := createAgents(t, c, ns, "b", n, clients)
 	burst.wait(t, 10*time.Minute, "Jobs of the burst")
+	burstReqs := apiRequests(t, kube).since(reqsBefore)
 	bin.profile(t, "stop")
 	lat, last := burst.since(created)
 	rate := float64(n) / last.Sub(burstStart).Seconds()
@@ -106,6 +108,9 @@ func TestBenchBurst(t *testing.T) {
 	report(t, "| Agents → Jobs: backlog of %d Agents created before the controller starts (the ceiling's starting point); %s | %.0f runs/s | **%.2f× the two-write ceiling** (target ≥ 0.8) |",
 		n, who, backlog, backlog/ceiling)
 	report(t, "| two-write ceiling: plain client, the controller's own Job create + status patch (decided by its decision code), %d goroutines, unthrottled | %.0f runs/s | 1 |", ceilingClients, ceiling)
+	report(t, "| API requests per run in the burst (the Agents' creates included) | %s | |", burstReqs.perRun(n))
+	report(t, "| API requests per run in the backlog, from the binary's start | %s | |", backlogReqs.perRun(n))
+	report(t, "| API requests per run of the ceiling | %s | |", ceilingReqs.perRun(n))
 	report(t, "| kube-controller-manager Job controller: %d Jobs created by %d clients → pods (unscheduled), QPS %d / burst %d, default job syncs | %.0f pods/s | created → pod p50 %s, p99 %s |",
 		n, clients, clientQPS, clientBurst, kcmRate, pct(kcmLat, 0.5), pct(kcmLat, 0.99))
 	report(t, "| steady load: %d Agents at %.0f/s (half the ceiling) for %s | created → Job p50 %s, **p99 %s** | target p99 ≤ 1 s |",
@@ -230,8 +235,9 @@ func jobControllerBurst(t *testing.T, c client.Client, kube kubernetes.Interface
 // wants: the Job and the status the controller's own decision code gives
 // for each Agent, so the ceiling's writes are byte for byte the
 // controller's (its Events aside, which travel on a client held to
-// --event-qps, and its namespace's run NetworkPolicy, made once).
-func twoWriteCeiling(t *testing.T, c client.Client, kube kubernetes.Interface, n int) float64 {
+// --event-qps, and its namespace's run NetworkPolicy, made once). It also
+// returns the API requests of those writes.
+func twoWriteCeiling(t *testing.T, c client.Client, kube kubernetes.Interface, n int) (float64, requestCounts) {
 	t.Helper()
 	ctx := context.Background()
 	ns := env.Namespace(t)
@@ -241,6 +247,7 @@ func twoWriteCeiling(t *testing.T, c client.Client, kube kubernetes.Interface, n
 	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
+	before := apiRequests(t, kube)
 	took := parallel(len(list.Items), ceilingClients, func(i int) {
 		a := &list.Items[i]
 		plan := decision.Decide(decision.Snapshot{Now: time.Now(), Agent: a, Station: st, Definition: def,
@@ -259,15 +266,16 @@ func twoWriteCeiling(t *testing.T, c client.Client, kube kubernetes.Interface, n
 			t.Error(err)
 		}
 	})
-	return float64(len(list.Items)) / took.Seconds()
+	return float64(len(list.Items)) / took.Seconds(), apiRequests(t, kube).since(before)
 }
 
 // backlogDrain creates n Agents while no controller watches their
 // namespace, then starts agent-controller on it and returns the rate at
 // which it turned them into Jobs, first Job to last: the ceiling's
 // starting point (every Agent exists, none is being created), so the two
-// compare the same work. The process is stopped before the next phase.
-func backlogDrain(t *testing.T, c client.Client, kube kubernetes.Interface, n int) float64 {
+// compare the same work, and the API requests from its start to its last
+// Job. The process is stopped before the next phase.
+func backlogDrain(t *testing.T, c client.Client, kube kubernetes.Interface, n int) (float64, requestCounts) {
 	t.Helper()
 	ns := env.Namespace(t)
 	mkStation(t, c, ns)
@@ -279,9 +287,11 @@ func backlogDrain(t *testing.T, c client.Client, kube kubernetes.Interface, n in
 	defer jobs.Stop()
 	got := newArrivals(n)
 	go got.added(jobs, metav1.Object.GetName)
+	before := apiRequests(t, kube)
 	bin := startBinary(t, ns)
 	defer bin.stop()
 	got.wait(t, 10*time.Minute, "Jobs of the backlog")
+	reqs := apiRequests(t, kube).since(before)
 	first, last := got.span()
-	return float64(n-1) / last.Sub(first).Seconds()
+	return float64(n-1) / last.Sub(first).Seconds(), reqs
 }
