@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -122,6 +123,9 @@ type Controller struct {
 	// runPolicies holds, by namespace/name, when a run NetworkPolicy was
 	// last found as built (ensureRunPolicy).
 	runPolicies sync.Map
+	// runPolicySync makes the starts that need the same run NetworkPolicy
+	// at once wait on one sync of it.
+	runPolicySync singleflight.Group
 	// creating holds, by namespace/name, the Jobs a pass is creating
 	// now: that pass records the run's status itself (or fails and is
 	// retried), so the Job's arrival in the cache brings no pass of its

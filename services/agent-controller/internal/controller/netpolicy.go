@@ -27,8 +27,10 @@ import (
 // delete it through a planted owner could delete it as well.
 //
 // The policy is read again at most once a poll interval per namespace
-// (runPolicies holds when it was last found as built), so a burst of runs
-// costs no request for it, and one deleted or rewritten by a namespace
+// (runPolicies holds when it was last found as built), and the starts
+// that need it at the same moment wait on one sync (runPolicySync) rather
+// than each making its own, so a burst of runs costs one request for it,
+// and one deleted or rewritten by a namespace
 // user is restored at the first start after that. Such a user could as
 // well open the run pods with a policy of another name: policies add up.
 // An error is worth retrying; the Job waits for the policy.
@@ -39,15 +41,26 @@ func (c *Controller) ensureRunPolicy(ctx context.Context, a *agentsv1alpha1.Agen
 	want := runpolicy.For(a.Namespace, job, *c.opts.RunNetworkPolicy)
 	key := want.Namespace + "/" + want.Name
 	now := c.opts.Now()
-	at, seen := c.runPolicies.Load(key)
-	if seen && now.Sub(at.(time.Time)) < c.opts.PollInterval {
+	fresh := func() (seen, ok bool) {
+		at, seen := c.runPolicies.Load(key)
+		return seen, seen && now.Sub(at.(time.Time)) < c.opts.PollInterval
+	}
+	if _, ok := fresh(); ok {
 		return nil
 	}
-	if err := c.syncRunPolicy(ctx, want, seen); err != nil {
-		return err
-	}
-	c.runPolicies.Store(key, now)
-	return nil
+	_, err, _ := c.runPolicySync.Do(key, func() (any, error) {
+		// A start that missed another's sync by a moment finds it done.
+		seen, ok := fresh()
+		if ok {
+			return nil, nil
+		}
+		if err := c.syncRunPolicy(ctx, want, seen); err != nil {
+			return nil, err
+		}
+		c.runPolicies.Store(key, now)
+		return nil, nil
+	})
+	return err
 }
 
 // syncRunPolicy creates want or sets the policy under its name back to

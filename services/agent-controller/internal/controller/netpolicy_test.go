@@ -2,7 +2,11 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -247,4 +253,57 @@ func jobOf(t *testing.T, a *agentsv1alpha1.Agent) *batchv1.Job {
 		t.Fatal(err)
 	}
 	return job
+}
+
+// requestCounter counts the requests a client sends whose path holds
+// part.
+type requestCounter struct {
+	next http.RoundTripper
+	part string
+	n    atomic.Int64
+}
+
+// RoundTrip counts r when its path holds the part and sends it on.
+func (rc *requestCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.Contains(r.URL.Path, rc.part) {
+		rc.n.Add(1)
+	}
+	return rc.next.RoundTrip(r)
+}
+
+// TestStartsAtOnceMakeTheNamespacesPolicyOnce: the starts of a burst that
+// all need the namespace's policy before any has made it wait on one
+// create rather than each sending its own (and reading it back after
+// being refused as a duplicate).
+func TestStartsAtOnceMakeTheNamespacesPolicyOnce(t *testing.T) {
+	ns := env.Namespace(t)
+	counter := &requestCounter{part: "/networkpolicies"}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper { counter.next = next; return counter })
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := testGateway
+	ctl := New(c, kube, metrics.New(), Options{Namespace: ns, PollInterval: time.Minute, Log: quiet, RunNetworkPolicy: &gw})
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Go(func() {
+			a := &agentsv1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("a-%d", i)}}
+			if err := ctl.ensureRunPolicy(context.Background(), a, &batchv1.Job{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := counter.n.Load(); n != 1 {
+		t.Errorf("32 starts at once sent %d requests for the namespace's policy, want 1", n)
+	}
+	if all, err := env.Kube.NetworkingV1().NetworkPolicies(ns).List(context.Background(), metav1.ListOptions{}); err != nil || len(all.Items) != 1 {
+		t.Errorf("the namespace holds %d NetworkPolicies, want 1 (%v)", len(all.Items), err)
+	}
 }
