@@ -181,6 +181,9 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		ctl := controller.New(c, kube, m, opts)
 		state.SetController(ctl)
 		defer state.SetController(nil)
+		// While runs wait for a worker, their Events wait too.
+		recorder.YieldTo(ctl.WorkWaiting)
+		defer recorder.YieldTo(nil)
 		if err := ctl.Run(ctx); err != nil && ctx.Err() == nil {
 			log.Error("controller loop ended", "err", err)
 		}

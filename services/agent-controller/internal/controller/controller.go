@@ -269,6 +269,11 @@ func (c *Controller) Synced() bool { return c.synced.Load() }
 // Healthy reports whether the poll works: false after 3 failures in a row.
 func (c *Controller) Healthy() bool { return c.pollFailures.Load() < 3 }
 
+// WorkWaiting reports whether passes wait for a worker: the controller
+// is behind, and the API server's writes are best left to its runs
+// (eventpace.Recorder.YieldTo).
+func (c *Controller) WorkWaiting() bool { return c.queue.Len() > 0 }
+
 // Run reconciles until ctx ends, then lets the passes under way finish
 // and returns; passes still queued are left (the next leader's first
 // LIST finds their Agents).

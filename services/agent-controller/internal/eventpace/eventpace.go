@@ -8,7 +8,10 @@
 // limiter holds them to a rate (--event-qps), as the kubelet's does for
 // its Events. A Recorder queues up to MaxBacklog Events for that client;
 // the Events beyond are dropped and counted. An Event is a line in
-// `kubectl describe`; the Agent's status holds the same facts.
+// `kubectl describe`; the Agent's status holds the same facts. While the
+// controller has work waiting (YieldTo), a Normal Event waits too, for at
+// most YieldFor: the API server's writes go to starting and following
+// runs first, and the Events of a burst follow it.
 //
 // client-go's events.k8s.io recorder would do the writing too, but it
 // holds a goroutine (and its stack) for every Event waiting on the
@@ -30,6 +33,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,6 +74,14 @@ const (
 // answer. At the default --event-qps of 50, about 250 Events.
 const FlushFor = 5 * time.Second
 
+// YieldFor is the longest a Normal Event waits for the controller's work
+// to be done (YieldTo) before it is written anyway: a controller that is
+// never idle still has its Events written, late.
+const YieldFor = 10 * time.Second
+
+// yieldPoll is how often a waiting writer looks again.
+const yieldPoll = 20 * time.Millisecond
+
 // seriesEnd is how long after its last repeat a Warning starts a new
 // Event rather than adding to its series (client-go's figure).
 const seriesEnd = 6 * time.Minute
@@ -87,6 +99,9 @@ type Recorder struct {
 	now        func() time.Time
 	retryAfter time.Duration
 	flushFor   time.Duration
+	yieldFor   time.Duration
+	// busy, when set, reports whether the controller has work waiting.
+	busy atomic.Pointer[func() bool]
 
 	// mu guards the Warnings' series and when they were last swept of
 	// ended ones.
@@ -105,7 +120,39 @@ func New(sink eventsclient.EventsGetter, scheme *runtime.Scheme, controller stri
 	return &Recorder{
 		sink: sink, scheme: scheme, controller: controller, instance: controller + "-" + host,
 		queue: make(chan *eventsv1.Event, MaxBacklog), series: map[seriesKey]*seriesEntry{}, log: log, dropped: dropped,
-		now: time.Now, retryAfter: retryAfter, flushFor: FlushFor,
+		now: time.Now, retryAfter: retryAfter, flushFor: FlushFor, yieldFor: YieldFor,
+	}
+}
+
+// YieldTo makes each Normal Event wait while busy reports that the
+// controller has work waiting, for at most YieldFor after the Event was
+// made; nil writes them at once. It may be called at any time, as a
+// controller comes and goes with its leadership.
+func (r *Recorder) YieldTo(busy func() bool) {
+	if busy == nil {
+		r.busy.Store(nil)
+		return
+	}
+	r.busy.Store(&busy)
+}
+
+// yield waits while the controller is busy, until ev has waited yieldFor
+// since it was made. It returns false when ctx ended meanwhile.
+func (r *Recorder) yield(ctx context.Context, ev *eventsv1.Event) bool {
+	if ev.Type != corev1.EventTypeNormal {
+		return true // a Warning tells of something wrong: at once
+	}
+	until := ev.EventTime.Add(r.yieldFor)
+	for {
+		busy := r.busy.Load()
+		if busy == nil || !(*busy)() || !r.now().Before(until) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(yieldPoll):
+		}
 	}
 }
 
@@ -181,7 +228,7 @@ func (r *Recorder) Run(ctx context.Context) {
 				case <-ctx.Done():
 					return
 				case ev := <-r.queue:
-					if !r.write(ctx, ev) {
+					if !r.yield(ctx, ev) || !r.write(ctx, ev) {
 						// Cut short by the stop: the flush tries it.
 						r.requeue(ev)
 						return
