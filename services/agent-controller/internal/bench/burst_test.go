@@ -44,7 +44,7 @@ func TestBenchBurst(t *testing.T) {
 	kcmRate, kcmLat := jobControllerBurst(t, c, kube, n)
 	ceiling, ceilingReqs := twoWriteCeiling(t, c, kube, n)
 	ceiling3 := burstCeiling(t, c, kube, n)
-	backlog, backlogReqs := backlogDrain(t, c, kube, n)
+	backlog, backlogReqs, backlogCPU := backlogDrain(t, c, kube, n)
 
 	ns := env.Namespace(t)
 	mkStation(t, c, ns)
@@ -83,10 +83,10 @@ func TestBenchBurst(t *testing.T) {
 
 	bin.profile(t, "start")
 	burstStart := time.Now()
-	reqsBefore := apiRequests(t, kube)
+	reqsBefore, cpuBefore := apiRequests(t, kube), cpuTicks(t, bin.pid)
 	created := createAgents(t, c, ns, "b", n, clients)
 	burst.wait(t, 10*time.Minute, "Jobs of the burst")
-	burstReqs := apiRequests(t, kube).since(reqsBefore)
+	burstReqs, burstCPU := apiRequests(t, kube).since(reqsBefore), cpuTicks(t, bin.pid)-cpuBefore
 	bin.profile(t, "stop")
 	lat, last := burst.since(created)
 	rate := float64(n) / last.Sub(burstStart).Seconds()
@@ -112,6 +112,8 @@ func TestBenchBurst(t *testing.T) {
 	report(t, "| Agents → Jobs: backlog of %d Agents created before the controller starts (the ceiling's starting point); %s | %.0f runs/s | **%.2f× the two-write ceiling** (target ≥ 0.8) |",
 		n, who, backlog, backlog/ceiling)
 	report(t, "| two-write ceiling: plain client, the controller's own Job create + status patch (decided by its decision code), %d goroutines, unthrottled | %.0f runs/s | 1 |", ceilingClients, ceiling)
+	report(t, "| agent-controller CPU per run in the burst, in the backlog (from its start) | %s, %s | |",
+		(burstCPU / time.Duration(n)).Round(10*time.Microsecond), (backlogCPU / time.Duration(n)).Round(10*time.Microsecond))
 	report(t, "| API requests per run in the burst (the Agents' creates included) | %s | |", burstReqs.perRun(n))
 	report(t, "| API requests per run in the backlog, from the binary's start | %s | |", backlogReqs.perRun(n))
 	report(t, "| API requests per run of the ceiling | %s | |", ceilingReqs.perRun(n))
@@ -305,9 +307,10 @@ func startRun(t *testing.T, c client.Client, kube kubernetes.Interface, a *agent
 // namespace, then starts agent-controller on it and returns the rate at
 // which it turned them into Jobs, first Job to last: the ceiling's
 // starting point (every Agent exists, none is being created), so the two
-// compare the same work, and the API requests from its start to its last
-// Job. The process is stopped before the next phase.
-func backlogDrain(t *testing.T, c client.Client, kube kubernetes.Interface, n int) (float64, requestCounts) {
+// compare the same work, and the API requests and the CPU the binary used
+// from its start to its last Job. The process is stopped before the next
+// phase.
+func backlogDrain(t *testing.T, c client.Client, kube kubernetes.Interface, n int) (float64, requestCounts, time.Duration) {
 	t.Helper()
 	ns := env.Namespace(t)
 	mkStation(t, c, ns)
@@ -323,7 +326,7 @@ func backlogDrain(t *testing.T, c client.Client, kube kubernetes.Interface, n in
 	bin := startBinary(t, ns)
 	defer bin.stop()
 	got.wait(t, 10*time.Minute, "Jobs of the backlog")
-	reqs := apiRequests(t, kube).since(before)
+	reqs, cpu := apiRequests(t, kube).since(before), cpuTicks(t, bin.pid)
 	first, last := got.span()
-	return float64(n-1) / last.Sub(first).Seconds(), reqs
+	return float64(n-1) / last.Sub(first).Seconds(), reqs, cpu
 }
