@@ -140,7 +140,9 @@ func (r *Recorder) YieldTo(busy func() bool) {
 // since it was made. It returns false when ctx ended meanwhile.
 func (r *Recorder) yield(ctx context.Context, ev *eventsv1.Event) bool {
 	if ev.Type != corev1.EventTypeNormal {
-		return true // a Warning tells of something wrong: at once
+		// A Warning tells of something wrong: it waits only for a writer,
+		// which may be holding a Normal Event back.
+		return true
 	}
 	until := ev.EventTime.Add(r.yieldFor)
 	for {

@@ -30,7 +30,7 @@ func TestEventsYieldToTheControllersWork(t *testing.T) {
 			func(_ *atomic.Bool, clock *atomic.Int64, _ context.CancelFunc) { clock.Store(int64(YieldFor)) }},
 		{"a Normal Event held back when the controller stops is written by the flush", corev1.EventTypeNormal,
 			func(_ *atomic.Bool, _ *atomic.Int64, stop context.CancelFunc) { stop() }},
-		{"a Warning does not wait", corev1.EventTypeWarning, nil},
+		{"a Warning does not wait for the controller", corev1.EventTypeWarning, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {
