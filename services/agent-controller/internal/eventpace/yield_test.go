@@ -14,8 +14,9 @@ import (
 
 // TestEventsYieldToTheControllersWork: while the controller has work
 // waiting, a Normal Event waits, until the work is done or YieldFor has
-// passed since the Event was made; a Warning never waits; an Event held
-// back when the Recorder stops is still written by the flush.
+// passed since the Event was made; a Warning does not wait for the
+// controller; an Event held back when the Recorder stops is still written
+// by the flush.
 func TestEventsYieldToTheControllersWork(t *testing.T) {
 	cases := []struct {
 		rule      string
