@@ -421,10 +421,11 @@ func (c *Controller) prune(ctx context.Context, agent *agentsv1alpha1.Agent, sta
 	return errors.Join(errs...)
 }
 
-// createJob creates job in namespace. The Job the API server answers with is not
-// decoded: the controller reads its Jobs from the watch, and decoding a
-// whole Job (its pod template) was a tenth of the controller's CPU in a
-// burst of starts (docs/benchmarks.md). An error reads as the clientset's.
+// createJob creates job in namespace. The Job the API server answers
+// with is not decoded: the controller reads its Jobs from the watch, and
+// decoding a whole Job (its pod template) was a tenth of the controller's
+// CPU in a burst of starts (docs/benchmarks.md). An error reads as the
+// clientset's.
 func (c *Controller) createJob(ctx context.Context, namespace string, job *batchv1.Job) error {
 	return c.kube.BatchV1().RESTClient().Post().Namespace(namespace).Resource("jobs").
 		Body(job).Do(ctx).Error()
