@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/singleflight"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -214,13 +215,14 @@ func New(c client.WithWatch, kube kubernetes.Interface, m *metrics.Metrics, opts
 	jobs.labelSelector = agentsv1alpha1.LabelComponent + "=" + agentsv1alpha1.ComponentJob
 	jobs.typed = true
 	// The cache holds every run's Job: only what the decisions read of
-	// one is kept (decision.TrimJob).
-	jobs.trim = func(o client.Object) {
+	// one is kept (decision.RunJob).
+	jobs.slim = func(o runtime.Object) runtime.Object {
 		if j, ok := o.(*batchv1.Job); ok {
-			decision.TrimJob(j)
+			return decision.RunJobOf(j)
 		}
+		return o
 	}
-	ctl.jobs = cache.NewSharedIndexInformer(jobs, &batchv1.Job{}, 0, cache.Indexers{})
+	ctl.jobs = cache.NewSharedIndexInformer(jobs, &decision.RunJob{}, 0, cache.Indexers{})
 	ctl.jobLW = jobs
 	ctl.stations = cache.NewSharedIndexInformer(watched(&agentsv1alpha1.Station{}, &agentsv1alpha1.StationList{}, agentsv1alpha1.GroupVersion.WithKind("Station"), "stations"),
 		&agentsv1alpha1.Station{}, 0, cache.Indexers{})
@@ -310,8 +312,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	if _, err := c.jobs.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueOwnerOfNewJob,
 		UpdateFunc: func(old, obj any) {
-			o, okOld := old.(*batchv1.Job)
-			n, okNew := obj.(*batchv1.Job)
+			o, okOld := old.(*decision.RunJob)
+			n, okNew := obj.(*decision.RunJob)
 			if !okOld || !okNew || decision.JobChangeMatters(o, n) {
 				c.enqueueOwner(obj)
 			}
@@ -377,7 +379,7 @@ func (c *Controller) enqueueOwner(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	job, ok := obj.(*batchv1.Job)
+	job, ok := obj.(*decision.RunJob)
 	if !ok {
 		return
 	}
@@ -391,7 +393,7 @@ func (c *Controller) enqueueOwner(obj any) {
 // enqueueOwnerOfNewJob queues the Agent controlling a Job the cache just
 // gained, when newJobBringsPass says so.
 func (c *Controller) enqueueOwnerOfNewJob(obj any) {
-	if job, ok := obj.(*batchv1.Job); ok && !c.newJobBringsPass(job) {
+	if job, ok := obj.(*decision.RunJob); ok && !c.newJobBringsPass(job) {
 		return
 	}
 	c.enqueueOwner(obj)
@@ -404,7 +406,7 @@ func (c *Controller) enqueueOwnerOfNewJob(obj any) {
 // brings the next one. Nor while the pass creating it has not yet stored
 // the Agent's status: that pass decides from the Job it made. The Job
 // arrives as created; what happens to it later comes as an update.
-func (c *Controller) newJobBringsPass(job *batchv1.Job) bool {
+func (c *Controller) newJobBringsPass(job *decision.RunJob) bool {
 	if _, mine := c.creating.Load(job.Namespace + "/" + job.Name); mine {
 		return false
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,9 +47,11 @@ type listWatch struct {
 	// onWatch for each watch opened.
 	onList  func()
 	onWatch func(reconnect bool)
-	// trim, when set, cuts each object of a typed kind down to what the
-	// controller reads of it before the cache holds it.
-	trim func(client.Object)
+	// slim, when set, turns each object of a typed kind into the smaller
+	// form the cache holds of it (decision.RunJobOf for a Job), pages and
+	// watch events alike, so the decoded object is garbage at once; a
+	// page of slim's objects is a metainternalversion.List.
+	slim func(runtime.Object) runtime.Object
 	// typed lists and watches the kind as its Go type, which the client
 	// reads as protobuf for a built-in kind: several times cheaper to
 	// decode than JSON through unstructured, for the kind the controller
@@ -171,7 +174,7 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 		if err != nil {
 			return nil, err
 		}
-		return newDecodingWatch(w, lw.trimEvent), nil
+		return newDecodingWatch(w, lw.slimEvent), nil
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(lw.gvk.GroupVersion().WithKind(lw.gvk.Kind + "List"))
@@ -190,7 +193,8 @@ func (lw *listWatch) typedList() client.ObjectList {
 	return list
 }
 
-// listTyped returns one page of the kind as its Go type, trimmed.
+// listTyped returns one page of the kind as its Go type, or as slim's
+// form when it is set.
 func (lw *listWatch) listTyped(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	list := lw.typedList()
 	err := lw.c.List(ctx, list, &client.ListOptions{Namespace: lw.namespace, Limit: opts.Limit, Continue: opts.Continue, Raw: &opts})
@@ -200,26 +204,26 @@ func (lw *listWatch) listTyped(ctx context.Context, opts metav1.ListOptions) (ru
 	if opts.Continue == "" && lw.onList != nil {
 		lw.onList()
 	}
-	if lw.trim != nil {
-		err = meta.EachListItem(list, func(o runtime.Object) error {
-			if obj, ok := o.(client.Object); ok {
-				lw.trim(obj)
-			}
-			return nil
-		})
+	if lw.slim == nil {
+		return list, nil
 	}
-	return list, err
+	page := &metainternalversion.List{Items: make([]runtime.Object, 0, meta.LenList(list))}
+	page.ResourceVersion, page.Continue, page.RemainingItemCount = list.GetResourceVersion(), list.GetContinue(), list.GetRemainingItemCount()
+	err = meta.EachListItem(list, func(o runtime.Object) error {
+		page.Items = append(page.Items, lw.slim(o))
+		return nil
+	})
+	return page, err
 }
 
-// trimEvent trims the object of a typed watch event.
-func (lw *listWatch) trimEvent(ev watch.Event) watch.Event {
-	if lw.trim == nil || ev.Type == watch.Error || ev.Type == watch.Bookmark {
+// slimEvent turns the object of a typed watch event into slim's form;
+// a bookmark's too, since the reflector takes only objects of the type
+// it caches. An error (a Status) goes on as it is.
+func (lw *listWatch) slimEvent(ev watch.Event) watch.Event {
+	if lw.slim == nil || ev.Type == watch.Error {
 		return ev
 	}
-	if obj, ok := ev.Object.(client.Object); ok {
-		lw.trim(obj)
-	}
-	return ev
+	return watch.Event{Type: ev.Type, Object: lw.slim(ev.Object)}
 }
 
 // event turns a watch event on an unstructured object into one on its

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -77,9 +76,9 @@ func (c *Controller) poll(ctx context.Context) error {
 		}
 		counts[phase]++
 		key := a.Namespace + "/" + a.Name
-		var job *batchv1.Job
+		var job *decision.RunJob
 		if obj, ok, _ := jobs.GetByKey(a.Namespace + "/" + decision.JobNameOf(a)); ok {
-			job, _ = obj.(*batchv1.Job)
+			job, _ = obj.(*decision.RunJob)
 		}
 		// An Agent the poll refreshed changed without a watch event (or
 		// before it: the event then finds the version cached and brings
@@ -166,7 +165,7 @@ func (c *Controller) pollJobs(ctx context.Context) (owners map[string]bool, err 
 	idx := c.jobs.GetIndexer()
 	listed := map[string]bool{}
 	owners = map[string]bool{}
-	owned := func(j *batchv1.Job) {
+	owned := func(j *decision.RunJob) {
 		if ref := metav1.GetControllerOf(j); ref != nil && ref.Kind == "Agent" {
 			owners[j.Namespace+"/"+ref.Name] = true
 		}
@@ -177,7 +176,7 @@ func (c *Controller) pollJobs(ctx context.Context) (owners map[string]bool, err 
 		key := m.Namespace + "/" + m.Name
 		listed[key] = true
 		old, ok, _ := idx.GetByKey(key)
-		o, isJob := old.(*batchv1.Job)
+		o, isJob := old.(*decision.RunJob)
 		behind = behind || !ok || !isJob || rvNewer(m.ResourceVersion, o.ResourceVersion)
 	})
 	if err != nil {
@@ -191,7 +190,7 @@ func (c *Controller) pollJobs(ctx context.Context) (owners map[string]bool, err 
 		}
 	}
 	for _, obj := range idx.List() {
-		j, ok := obj.(*batchv1.Job)
+		j, ok := obj.(*decision.RunJob)
 		if !ok || listed[j.Namespace+"/"+j.Name] || !rvNewer(listRV, j.ResourceVersion) {
 			continue
 		}
@@ -209,22 +208,24 @@ func (c *Controller) pollJobs(ctx context.Context) (owners map[string]bool, err 
 // Jobs, noting each listed key in listed and with owned each Job new or
 // newer than its cached copy whose owner needs a pass; it counts in
 // refreshed the Jobs whose end the watch had not delivered.
-func (c *Controller) readJobsWhole(ctx context.Context, listed map[string]bool, owned func(*batchv1.Job), refreshed *int) (string, error) {
+func (c *Controller) readJobsWhole(ctx context.Context, listed map[string]bool, owned func(*decision.RunJob), refreshed *int) (string, error) {
 	idx := c.jobs.GetIndexer()
 	listRV, err := listPages(ctx, c.jobLW, func(page runtime.Object) {
-		list := page.(*batchv1.JobList)
-		for i := range list.Items {
-			j := &list.Items[i]
+		_ = meta.EachListItem(page, func(obj runtime.Object) error {
+			j, isJob := obj.(*decision.RunJob)
+			if !isJob {
+				return nil
+			}
 			key := j.Namespace + "/" + j.Name
 			listed[key] = true
 			old, ok, _ := idx.GetByKey(key)
-			o, isJob := old.(*batchv1.Job)
+			o, isJob := old.(*decision.RunJob)
 			cached := ok && isJob
 			if cached {
 				if !rvNewer(j.ResourceVersion, o.ResourceVersion) {
-					continue
+					return nil
 				}
-				if decision.JobFinished(o) != decision.JobFinished(j) {
+				if o.Finished != j.Finished {
 					*refreshed++
 				}
 			}
@@ -236,7 +237,8 @@ func (c *Controller) readJobsWhole(ctx context.Context, listed map[string]bool, 
 				owned(j)
 			}
 			_ = idx.Update(j)
-		}
+			return nil
+		})
 	})
 	if err != nil {
 		return "", fmt.Errorf("list Jobs: %w", err)

@@ -14,6 +14,7 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
+	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
 )
 
@@ -200,7 +201,7 @@ func TestThePollRefreshesJobsTheWatchMissed(t *testing.T) {
 	deleted := live.DeepCopy()
 	deleted.Name, deleted.ResourceVersion = "agent-job-deleted", "2"
 	for _, j := range []*batchv1.Job{stale, deleted} {
-		if err := idx.Add(j); err != nil {
+		if err := idx.Add(decision.RunJobOf(j)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -208,7 +209,7 @@ func TestThePollRefreshesJobsTheWatchMissed(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, ok, _ := idx.GetByKey(ns + "/agent-job-a")
-	if !ok || rvNewer(live.ResourceVersion, got.(*batchv1.Job).ResourceVersion) {
+	if !ok || rvNewer(live.ResourceVersion, got.(*decision.RunJob).ResourceVersion) {
 		t.Errorf("the cached Job is %v, want the live one (resourceVersion %s or later)", got, live.ResourceVersion)
 	}
 	if _, ok, _ := idx.GetByKey(ns + "/agent-job-deleted"); ok {
@@ -259,7 +260,7 @@ func TestThePollPassesOnlyWhereAJobChangeMatters(t *testing.T) {
 			}
 			stale := live.DeepCopy()
 			stale.ResourceVersion, stale.Status = "1", tc.cached
-			if err := ctl.jobs.GetIndexer().Add(stale); err != nil {
+			if err := ctl.jobs.GetIndexer().Add(decision.RunJobOf(stale)); err != nil {
 				t.Fatal(err)
 			}
 			if err := ctl.poll(context.Background()); err != nil {

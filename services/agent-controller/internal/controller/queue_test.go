@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/metrics"
 )
 
@@ -17,8 +18,8 @@ import (
 // is taken before the passes already waiting, so a finished run's Agent
 // follows its Job without queueing behind a burst of new Agents.
 func TestAJobsPassGoesAheadOfWaitingAdmissions(t *testing.T) {
-	runJob := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent-job-finished",
-		OwnerReferences: []metav1.OwnerReference{{Kind: "Agent", Name: "finished", Controller: ptr.To(true)}}}}
+	runJob := decision.RunJobOf(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent-job-finished",
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Agent", Name: "finished", Controller: ptr.To(true)}}}})
 	cases := []struct {
 		name  string
 		bring func(c *Controller)
@@ -54,8 +55,8 @@ func TestAJobsPassGoesAheadOfWaitingAdmissions(t *testing.T) {
 // brings no pass of its own (that pass decides from the Job it made); any
 // other new run Job brings its owner's pass.
 func TestANewJobBringsNoPassWhileItsCreatorRuns(t *testing.T) {
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent-job-new",
-		OwnerReferences: []metav1.OwnerReference{{Kind: "Agent", Name: "new", Controller: ptr.To(true)}}}}
+	job := decision.RunJobOf(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent-job-new",
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Agent", Name: "new", Controller: ptr.To(true)}}}})
 	cases := []struct {
 		name     string
 		creating bool

@@ -47,7 +47,7 @@ func (c *Controller) readRun(ctx context.Context, snap *decision.Snapshot) error
 		// event. Only a Job missing from the cache (or not this run's) is
 		// confirmed live, so a lagging cache is never mistaken for a
 		// garbage-collected Job.
-		if cached, ok := obj.(*batchv1.Job); ok && decision.IsRunJob(cached, a) && !decision.JobFinished(cached) {
+		if cached, ok := obj.(*decision.RunJob); ok && decision.IsRunJob(cached, a) && !decision.JobFinished(cached) {
 			snap.Job = cached
 			if decision.ReadsInitLog(a, cached) {
 				pod, err := c.readPod(ctx, cached, false, true)
@@ -59,21 +59,21 @@ func (c *Controller) readRun(ctx context.Context, snap *decision.Snapshot) error
 			return nil
 		}
 	}
-	job, err := c.kube.BatchV1().Jobs(a.Namespace).Get(ctx, name, metav1.GetOptions{})
+	live, err := c.kube.BatchV1().Jobs(a.Namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
 		return fmt.Errorf("get Job %s: %w", name, err)
 	}
+	// Decided on as the cache's Jobs are.
+	job := decision.RunJobOf(live)
 	if !decision.IsRunJob(job, a) {
 		snap.NameTaken = job
 		return nil
 	}
-	// Decided on as the cache's Jobs are (decision.TrimJob).
-	decision.TrimJob(job)
 	snap.Job = job
-	finished, initLog := decision.JobFinished(job), decision.ReadsInitLog(a, job)
+	finished, initLog := job.Finished, decision.ReadsInitLog(a, job)
 	if finished || initLog {
 		pod, err := c.readPod(ctx, job, finished, initLog)
 		if err != nil {
@@ -92,7 +92,7 @@ func (c *Controller) readRun(ctx context.Context, snap *decision.Snapshot) error
 // pod the Job controls is read: the label the list selects on is anyone's
 // to set. A failed pod LIST is an error to retry: only a pod that is
 // really gone makes the run lose its output.
-func (c *Controller) readPod(ctx context.Context, job *batchv1.Job, agentLog, initLog bool) (decision.PodOutcome, error) {
+func (c *Controller) readPod(ctx context.Context, job *decision.RunJob, agentLog, initLog bool) (decision.PodOutcome, error) {
 	list, err := c.kube.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name})
 	if err != nil {
 		return decision.PodOutcome{}, fmt.Errorf("list the pods of Job %s: %w", job.Name, err)

@@ -111,7 +111,7 @@ func (c *Controller) readSlots(snap *decision.Snapshot, stationKey string) {
 func (c *Controller) readNameTaken(snap *decision.Snapshot) {
 	a := snap.Agent
 	obj, ok, _ := c.jobs.GetIndexer().GetByKey(a.Namespace + "/" + decision.JobNameOf(a))
-	if job, isJob := obj.(*batchv1.Job); ok && isJob && !decision.IsRunJob(job, a) {
+	if job, isJob := obj.(*decision.RunJob); ok && isJob && !decision.IsRunJob(job, a) {
 		snap.NameTaken = job
 	}
 }
@@ -146,7 +146,7 @@ func (c *Controller) notePendingWithJob(snap *decision.Snapshot, r *agentsv1alph
 		return
 	}
 	obj, ok, _ := c.jobs.GetIndexer().GetByKey(r.Namespace + "/" + jobbuild.JobName(r.Name))
-	job, isJob := obj.(*batchv1.Job)
+	job, isJob := obj.(*decision.RunJob)
 	if !ok || !isJob || !metav1.IsControlledBy(job, r) {
 		return
 	}
@@ -379,17 +379,16 @@ func (c *Controller) applyOnce(ctx context.Context, agent *agentsv1alpha1.Agent,
 	return nil, resultOK, nil
 }
 
-// existingJob reads the Job that a create found already there, and
-// whether it is the Agent's own (a pass whose status write was lost
-// created it). A Job gone meanwhile is an error, so the pass is retried
-// and creates it. It is trimmed as the cache's Jobs are: the decisions
-// read a trimmed Job's facts from what TrimJob kept.
-func (c *Controller) existingJob(ctx context.Context, a *agentsv1alpha1.Agent, name string) (job *batchv1.Job, ours bool, err error) {
-	job, err = c.kube.BatchV1().Jobs(a.Namespace).Get(ctx, name, metav1.GetOptions{})
+// existingJob reads the Job that a create found already there, as the
+// cache holds Jobs (decision.RunJob), and whether it is the Agent's own
+// (a pass whose status write was lost created it). A Job gone meanwhile
+// is an error, so the pass is retried and creates it.
+func (c *Controller) existingJob(ctx context.Context, a *agentsv1alpha1.Agent, name string) (job *decision.RunJob, ours bool, err error) {
+	live, err := c.kube.BatchV1().Jobs(a.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, false, fmt.Errorf("read Job %s, which already exists: %w", name, err)
 	}
-	decision.TrimJob(job)
+	job = decision.RunJobOf(live)
 	return job, decision.IsRunJob(job, a), nil
 }
 

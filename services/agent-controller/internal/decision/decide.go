@@ -93,7 +93,7 @@ func modeOf(s Snapshot) agentsv1alpha1.ExecutionMode {
 		return s.Definition.Spec.EffectiveExecution()
 	case followsBatch(s.Agent):
 		return agentsv1alpha1.ExecutionBatch
-	case s.Job != nil && s.Job.Spec.Template.Labels[agentsv1alpha1.LabelExecution] == string(agentsv1alpha1.ExecutionRealtime):
+	case s.Job != nil && s.Job.Execution == agentsv1alpha1.ExecutionRealtime:
 		return agentsv1alpha1.ExecutionRealtime
 	}
 	return agentsv1alpha1.ExecutionJob

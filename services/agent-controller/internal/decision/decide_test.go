@@ -42,8 +42,29 @@ func definition() *agentsv1alpha1.AgentDefinition {
 	}
 }
 
-func job(conds ...batchv1.JobCondition) *batchv1.Job {
+// wholeJob is Job "agent-job-a" with conds.
+func wholeJob(conds ...batchv1.JobCondition) *batchv1.Job {
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "agent-job-a", Namespace: "ns"}, Status: batchv1.JobStatus{Conditions: conds}}
+}
+
+// cached is what the controller holds of j; nil when j is.
+func cached(j *batchv1.Job) *RunJob {
+	if j == nil {
+		return nil
+	}
+	return RunJobOf(j)
+}
+
+// runningJob is what the controller holds of a Job with an active pod.
+func runningJob() *RunJob {
+	j := wholeJob()
+	j.Status.Active = 1
+	return RunJobOf(j)
+}
+
+// job is what the controller holds of wholeJob(conds...).
+func job(conds ...batchv1.JobCondition) *RunJob {
+	return RunJobOf(wholeJob(conds...))
 }
 
 var (

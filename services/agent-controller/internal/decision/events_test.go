@@ -31,8 +31,9 @@ func TestEvents(t *testing.T) {
 		s := realtimeSnap(agent("a", ""))
 		admitted := Decide(s)
 		s.Agent = agent("a", agentsv1alpha1.PhaseRunning)
-		s.Job = admitted.CreateJob
-		s.Job.Status.Conditions = append(s.Job.Status.Conditions, complete)
+		j := admitted.CreateJob
+		j.Status.Conditions = append(j.Status.Conditions, complete)
+		s.Job = RunJobOf(j)
 		s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](0),
 			Log: `{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"sess-2"}` + "\n"}
 		return s
@@ -77,8 +78,7 @@ func TestEvents(t *testing.T) {
 		}, "Normal/Started", nil},
 		{"a running Job writes nothing and records nothing", func() Snapshot {
 			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job()
-			s.Job.Status.Active = 1
+			s.Job = runningJob()
 			return s
 		}, "", nil},
 		{"a Job run that succeeds records Succeeded", func() Snapshot {

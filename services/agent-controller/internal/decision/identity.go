@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,20 +29,20 @@ import (
 const PredecessorWait = 5 * time.Second
 
 // IsRunJob reports whether job is a's Job: controlled by a's uid.
-func IsRunJob(job *batchv1.Job, a *agentsv1alpha1.Agent) bool {
+func IsRunJob(job *RunJob, a *agentsv1alpha1.Agent) bool {
 	return job != nil && a != nil && a.UID != "" && metav1.IsControlledBy(job, a)
 }
 
 // IsRunPod reports whether pod belongs to job: controlled by job's uid. A
 // pod merely labelled with the Job's name may be anyone's.
-func IsRunPod(pod *corev1.Pod, job *batchv1.Job) bool {
+func IsRunPod(pod *corev1.Pod, job *RunJob) bool {
 	return pod != nil && job != nil && job.UID != "" && metav1.IsControlledBy(pod, job)
 }
 
 // predecessorOf reports whether job is controlled by another Agent of a's
 // name: one deleted before a was created, whose Job the garbage collector
 // removes.
-func predecessorOf(job *batchv1.Job, a *agentsv1alpha1.Agent) bool {
+func predecessorOf(job *RunJob, a *agentsv1alpha1.Agent) bool {
 	ref := metav1.GetControllerOf(job)
 	if ref == nil || ref.Kind != "Agent" || ref.Name != a.Name || ref.UID == a.UID {
 		return false
@@ -103,7 +102,7 @@ func waitForPredecessor(s Snapshot) Plan {
 // JobNameTaken is the plan when creating the run's Job found a Job of its
 // name that the run does not control (job): the Job was not in the watched
 // cache (it lacks the run pods' label) when the pass decided.
-func JobNameTaken(s Snapshot, job *batchv1.Job) Plan {
+func JobNameTaken(s Snapshot, job *RunJob) Plan {
 	s.NameTaken = job
 	st := s.Agent.Status.DeepCopy()
 	return jobNameTaken(s, st)

@@ -14,14 +14,19 @@ import (
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 )
 
-// controlledBy returns a Job of the run's name whose controller is the
-// given kind, name and uid ("" kind: no owner at all).
-func controlledBy(kind, name string, uid types.UID, conds ...batchv1.JobCondition) *batchv1.Job {
-	j := job(conds...)
+// wholeControlledBy returns a Job of the run's name whose controller is
+// the given kind, name and uid ("" kind: no owner at all).
+func wholeControlledBy(kind, name string, uid types.UID, conds ...batchv1.JobCondition) *batchv1.Job {
+	j := wholeJob(conds...)
 	if kind != "" {
 		j.OwnerReferences = []metav1.OwnerReference{{APIVersion: agentsv1alpha1.GroupVersion.String(), Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)}}
 	}
 	return j
+}
+
+// controlledBy is what the controller holds of wholeControlledBy's Job.
+func controlledBy(kind, name string, uid types.UID, conds ...batchv1.JobCondition) *RunJob {
+	return RunJobOf(wholeControlledBy(kind, name, uid, conds...))
 }
 
 func TestIdentityChecks(t *testing.T) {
@@ -48,10 +53,10 @@ func TestIdentityChecks(t *testing.T) {
 		{"a Job controlled by the Agent's uid is the run's", IsRunJob(ours, a), true},
 		{"a Job without an owner is not the run's", IsRunJob(controlledBy("", "", ""), a), false},
 		{"a Job controlled by a deleted Agent of the same name is not the run's", IsRunJob(controlledBy("Agent", "a", "old-uid"), a), false},
-		{"a Job merely owned (not controlled) by the Agent is not the run's", IsRunJob(func() *batchv1.Job {
-			j := controlledBy("Agent", "a", a.UID)
+		{"a Job merely owned (not controlled) by the Agent is not the run's", IsRunJob(func() *RunJob {
+			j := wholeControlledBy("Agent", "a", a.UID)
 			j.OwnerReferences[0].Controller = nil
-			return j
+			return RunJobOf(j)
 		}(), a), false},
 		{"a pod controlled by the Job's uid is the run's", IsRunPod(pod(jobRef("job-uid")), ours), true},
 		{"a pod with the Job's label and no owner is not the run's", IsRunPod(pod(nil), ours), false},
@@ -76,13 +81,13 @@ func TestIdentityChecks(t *testing.T) {
 // owner, or another owner), marked succeeded to fake the result, and a
 // same-named Agent re-created while its predecessor's Job still exists.
 func TestAJobOfTheRunsNameThatIsNotItsOwnIsNeverAdopted(t *testing.T) {
-	forged := func(kind, name string, uid types.UID) func() *batchv1.Job {
-		return func() *batchv1.Job { return controlledBy(kind, name, uid, complete) }
+	forged := func(kind, name string, uid types.UID) func() *RunJob {
+		return func() *RunJob { return controlledBy(kind, name, uid, complete) }
 	}
 	cases := []struct {
 		rule  string
 		phase agentsv1alpha1.AgentPhase
-		taken func() *batchv1.Job
+		taken func() *RunJob
 		// wait: the run waits in Pending; otherwise it fails naming the Job.
 		wait bool
 	}{

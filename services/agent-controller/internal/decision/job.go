@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
@@ -88,7 +87,7 @@ func followJob(s Snapshot) Plan {
 	if s.Job == nil {
 		return finish(s, st, agentsv1alpha1.PhaseFailed, 1, "", ReasonJobGarbageCollected, FailureOutputUnavailable)
 	}
-	done, succeeded, jobReason := jobOutcome(s.Job)
+	done, succeeded, jobReason := s.Job.Finished, s.Job.Succeeded, s.Job.FailReason
 	if !done {
 		// A long-running (realtime) run says early whether it continues its
 		// conversation; this is its only write while it runs.
@@ -162,37 +161,6 @@ func JobNameOf(a *agentsv1alpha1.Agent) string {
 
 // JobFinished reports whether job reached Complete or Failed, the point at
 // which the controller reads the pod back.
-func JobFinished(job *batchv1.Job) bool {
-	done, _, _ := jobOutcome(job)
-	return done
-}
-
-// jobOutcome reads a Job's terminal state from its conditions, falling back
-// to its pod counters.
-func jobOutcome(job *batchv1.Job) (done, succeeded bool, reason string) {
-	for _, c := range job.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete:
-			return true, true, ""
-		case batchv1.JobFailed:
-			switch {
-			case c.Reason != "" && c.Message != "":
-				return true, false, c.Reason + ": " + c.Message
-			case c.Reason != "":
-				return true, false, c.Reason
-			default:
-				return true, false, c.Message
-			}
-		}
-	}
-	if job.Status.Active > 0 {
-		return false, false, ""
-	}
-	if job.Status.Succeeded > 0 && job.Status.CompletionTime != nil {
-		return true, true, ""
-	}
-	return false, false, ""
+func JobFinished(job *RunJob) bool {
+	return job.Finished
 }

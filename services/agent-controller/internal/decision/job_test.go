@@ -39,8 +39,7 @@ func TestJobRuns(t *testing.T) {
 		}},
 		{"Running: while the Job runs nothing is written", func() Snapshot {
 			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job()
-			s.Job.Status.Active = 1
+			s.Job = runningJob()
 			return s
 		}, func(t *testing.T, p Plan) {
 			if !p.Empty() {
@@ -90,7 +89,7 @@ func TestJobRunEnds(t *testing.T) {
 	cloneNotFound := "clone app: git clone exited 128: fatal: repository 'https://github.com/o/app.git/' not found"
 	cases := []struct {
 		rule   string
-		job    *batchv1.Job // nil: the Job is gone
+		job    *RunJob // nil: the Job is gone
 		pod    PodOutcome
 		phase  agentsv1alpha1.AgentPhase
 		exit   int32

@@ -25,8 +25,8 @@ func RunOf(s Snapshot) Run {
 	r := Run{Namespace: s.Agent.Namespace, Station: s.Agent.Spec.StationRef}
 	model := s.Agent.EffectiveModel(s.Definition)
 	if s.Job != nil {
-		if spec := runSpecOf(s.Job); spec != nil && spec.Model != "" {
-			model = spec.Model
+		if s.Job.FrozenSpec && s.Job.Model != "" {
+			model = s.Job.Model
 		}
 	}
 	r.Vendor = vendors.Route(model).Name()

@@ -52,8 +52,7 @@ func TestMetricOutcomes(t *testing.T) {
 		}, "", agentsv1alpha1.PhaseSucceeded, nil},
 		{"a run still going counts nothing, whatever its pod says", func() Snapshot {
 			s := snap(agent("a", agentsv1alpha1.PhaseRunning))
-			s.Job = job()
-			s.Job.Status.Active = 1
+			s.Job = runningJob()
 			s.Pod = PodOutcome{Found: true, Summary: summary}
 			return s
 		}, "", "", nil},
@@ -95,7 +94,7 @@ func TestRunOf(t *testing.T) {
 		return func(s *Snapshot) {
 			pending := snap(agent("a", ""))
 			pending.Definition.Spec.Model = model
-			s.Job = Decide(pending).CreateJob
+			s.Job = RunJobOf(Decide(pending).CreateJob)
 			s.Definition = nil // a Running Job run is not given its refs
 		}
 	}

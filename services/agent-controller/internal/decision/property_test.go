@@ -111,10 +111,11 @@ func randomSnapshot(r *rand.Rand) Snapshot {
 		case 2:
 			conds = append(conds, backoff)
 		}
-		s.Job = job(conds...)
-		s.Job.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init", Env: []corev1.EnvVar{
+		j := wholeJob(conds...)
+		j.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init", Env: []corev1.EnvVar{
 			{Name: "AGENT_CONVERSATION_SOURCE", Value: pick(r, "", "https://store")}, {Name: "AGENT_CONVERSATION_ID", Value: pick(r, "", "c-1")}}}}
-		s.Job.Status.Ready = ptr.To(int32(r.IntN(2)))
+		j.Status.Ready = ptr.To(int32(r.IntN(2)))
+		s.Job = RunJobOf(j)
 	}
 	if r.IntN(2) == 0 {
 		s.Pod = PodOutcome{Found: r.IntN(4) != 0, ExitCode: pick(r, nil, ptr.To[int32](0), ptr.To[int32](3), ptr.To[int32](124)),

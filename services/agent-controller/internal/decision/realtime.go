@@ -1,11 +1,9 @@
 package decision
 
 import (
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
-	"github.com/agentplane/agentplane/libs/runspec"
 	"github.com/agentplane/agentplane/libs/vendors"
 )
 
@@ -96,33 +94,11 @@ func followRealtime(s Snapshot) Plan {
 
 // lastSessionID reads a session's last vendor session id from its log,
 // with the parser of the vendor its frozen run spec names.
-func lastSessionID(job *batchv1.Job, log string) string {
-	spec := runSpecOf(job)
-	if spec == nil {
+func lastSessionID(job *RunJob, log string) string {
+	if !job.FrozenSpec {
 		return ""
 	}
-	return vendors.LastSessionID(vendors.Route(spec.Model), []byte(log))
-}
-
-// runSpecOf is the run spec frozen into job's agent container (of a
-// trimmed Job, what TrimJob kept of it); nil when it has none that
-// decodes.
-func runSpecOf(job *batchv1.Job) *runspec.Spec {
-	var encoded string
-	var ok bool
-	if trimmed(job) {
-		encoded, ok = job.Annotations[trimmedRunSpec]
-	} else {
-		encoded, ok = containerEnv(job.Spec.Template.Spec.Containers, agentsv1alpha1.AgentContainerName, runspec.EnvName)
-	}
-	if !ok {
-		return nil
-	}
-	spec, err := runspec.Decode(encoded)
-	if err != nil {
-		return nil
-	}
-	return spec
+	return vendors.LastSessionID(vendors.Route(job.Model), []byte(log))
 }
 
 // TokenRefused is the plan when a realtime run cannot get its token (the

@@ -40,8 +40,9 @@ func TestRealtimeRuns(t *testing.T) {
 			admitted := Decide(s)
 			r := agent("a", agentsv1alpha1.PhaseRunning)
 			s.Agent = r
-			s.Job = admitted.CreateJob
-			s.Job.Status.Conditions = append(s.Job.Status.Conditions, complete)
+			j := admitted.CreateJob
+			j.Status.Conditions = append(j.Status.Conditions, complete)
+			s.Job = RunJobOf(j)
 			s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](0), Log: claudeLog}
 			return s
 		}, func(t *testing.T, p Plan) {

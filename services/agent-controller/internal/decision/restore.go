@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strings"
 
-	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -98,11 +97,11 @@ func initLifecycle(log string) []lifecycleFields {
 // restoreRequest returns the conversation id and store the run's init step
 // restores, as frozen into its Job (resources.conversation, or the Agent's
 // spec.resumeSession); empty when it restores none.
-func restoreRequest(job *batchv1.Job) (id, source string) {
+func restoreRequest(job *RunJob) (id, source string) {
 	if job == nil {
 		return "", ""
 	}
-	id, source = initConversation(job)
+	id, source = job.ConversationID, job.ConversationSource
 	if id == "" || source == "" {
 		return "", ""
 	}
@@ -115,14 +114,14 @@ func restoreRequest(job *batchv1.Job) (id, source string) {
 // (the Job finished, or its pod is ready: a realtime session runs for
 // long, and whether it continues its conversation is worth saying early).
 // Once the condition is set the log is never read for it again.
-func ReadsInitLog(a *agentsv1alpha1.Agent, job *batchv1.Job) bool {
+func ReadsInitLog(a *agentsv1alpha1.Agent, job *RunJob) bool {
 	if job == nil || meta.FindStatusCondition(a.Status.Conditions, agentsv1alpha1.ConditionConversationRestored) != nil {
 		return false
 	}
 	if id, _ := restoreRequest(job); id == "" {
 		return false
 	}
-	return JobFinished(job) || (job.Status.Ready != nil && *job.Status.Ready > 0)
+	return job.Finished || job.PodReady
 }
 
 // maxRestoreMessage bounds the condition's message; the supervisor already

@@ -67,7 +67,7 @@ func TestParseRestore(t *testing.T) {
 // restoreJob is a run's Job whose init container restores conversation id
 // from source (none when id is empty).
 func restoreJob(id, source string, conds ...batchv1.JobCondition) *batchv1.Job {
-	j := job(conds...)
+	j := wholeJob(conds...)
 	c := corev1.Container{Name: "init", Env: []corev1.EnvVar{{Name: runspec.EnvAgentName, Value: "a"}}}
 	if id != "" {
 		c.Env = append(c.Env, corev1.EnvVar{Name: runspec.EnvConversationSource, Value: source},
@@ -118,7 +118,7 @@ func TestReadsInitLog(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
-			if got := ReadsInitLog(c.agent, c.job); got != c.want {
+			if got := ReadsInitLog(c.agent, cached(c.job)); got != c.want {
 				t.Fatalf("ReadsInitLog = %v, want %v", got, c.want)
 			}
 		})
@@ -130,14 +130,15 @@ func TestConversationRestoredCondition(t *testing.T) {
 	restored := RestoreOutcome{Known: true}
 	finished := func(a *agentsv1alpha1.Agent, j *batchv1.Job, r RestoreOutcome) Snapshot {
 		s := snap(a)
-		s.Job = j
+		s.Job = RunJobOf(j)
 		s.Pod = PodOutcome{Found: true, ExitCode: ptr.To[int32](0), Log: "ok\n", Restore: r}
 		return s
 	}
 	live := func(a *agentsv1alpha1.Agent, readyPods int32, r RestoreOutcome) Snapshot {
 		s := snap(a)
-		s.Job = restoreJob("abc", "https://store/conv")
-		s.Job.Status.Active, s.Job.Status.Ready = 1, ptr.To(readyPods)
+		j := restoreJob("abc", "https://store/conv")
+		j.Status.Active, j.Status.Ready = 1, ptr.To(readyPods)
+		s.Job = RunJobOf(j)
 		s.Pod = PodOutcome{Restore: r}
 		return s
 	}

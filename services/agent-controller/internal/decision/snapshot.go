@@ -41,11 +41,11 @@ type Snapshot struct {
 	Definition *agentsv1alpha1.AgentDefinition
 	// Job is the run's Job, nil when it does not exist: the Job of the
 	// run's name controlled by this Agent's uid (IsRunJob), never another.
-	Job *batchv1.Job
+	Job *RunJob
 	// NameTaken is a Job of the run's name that this Agent does not
 	// control (identity.go); nil when there is none or it was not looked
 	// for. It is never read for a result.
-	NameTaken *batchv1.Job
+	NameTaken *RunJob
 	// Pod is read once the Job is finished, and while it runs only for
 	// its init log (ReadsInitLog).
 	Pod PodOutcome

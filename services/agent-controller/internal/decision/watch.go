@@ -1,7 +1,6 @@
 package decision
 
 import (
-	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
@@ -18,16 +17,14 @@ import (
 // Job-level reason), whether its pod is ready when the run restores a
 // conversation (the early restore read of a long-running session), its
 // deletion, or which Agent controls it.
-func JobChangeMatters(old, updated *batchv1.Job) bool {
+func JobChangeMatters(old, updated *RunJob) bool {
 	if old == nil || updated == nil {
 		return true
 	}
-	od, os, or := jobOutcome(old)
-	ud, us, ur := jobOutcome(updated)
-	if od != ud || os != us || or != ur {
+	if old.Finished != updated.Finished || old.Succeeded != updated.Succeeded || old.FailReason != updated.FailReason {
 		return true
 	}
-	if id, _ := restoreRequest(updated); id != "" && podReady(old) != podReady(updated) {
+	if id, _ := restoreRequest(updated); id != "" && old.PodReady != updated.PodReady {
 		return true
 	}
 	if (old.DeletionTimestamp == nil) != (updated.DeletionTimestamp == nil) {
@@ -37,11 +34,6 @@ func JobChangeMatters(old, updated *batchv1.Job) bool {
 	return (oc == nil) != (uc == nil) || oc != nil && (oc.UID != uc.UID || oc.Name != uc.Name || oc.Kind != uc.Kind)
 }
 
-// podReady reports whether the Job counts a ready pod.
-func podReady(job *batchv1.Job) bool {
-	return job.Status.Ready != nil && *job.Status.Ready > 0
-}
-
 // PollPasses reports whether the poll should queue a pass over a, whose
 // Job the cache holds as job (nil when it holds none). It leaves out the
 // Agents a pass would only confirm: a finished run (unless its batch must
@@ -49,7 +41,7 @@ func podReady(job *batchv1.Job) bool {
 // going, which the Job's own change brings back (the poll refreshes the
 // Job cache and queues the owners of the Jobs it found changed). Every
 // other Agent, a Pending one waiting for a slot above all, is looked at.
-func PollPasses(a *agentsv1alpha1.Agent, job *batchv1.Job) bool {
+func PollPasses(a *agentsv1alpha1.Agent, job *RunJob) bool {
 	if NeedsBatchCleanup(a) {
 		return true
 	}

@@ -19,7 +19,7 @@ func owned(j *batchv1.Job, a *agentsv1alpha1.Agent) *batchv1.Job {
 
 func TestJobChangeMatters(t *testing.T) {
 	a := agent("a", agentsv1alpha1.PhaseRunning)
-	base := func() *batchv1.Job { return owned(job(), a) }
+	base := func() *batchv1.Job { return owned(wholeJob(), a) }
 	cases := []struct {
 		rule   string
 		change func(j *batchv1.Job)
@@ -43,7 +43,7 @@ func TestJobChangeMatters(t *testing.T) {
 		t.Run(tc.rule, func(t *testing.T) {
 			old, updated := base(), base()
 			tc.change(updated)
-			if got := JobChangeMatters(old, updated); got != tc.want {
+			if got := JobChangeMatters(RunJobOf(old), RunJobOf(updated)); got != tc.want {
 				t.Errorf("JobChangeMatters = %v, want %v", got, tc.want)
 			}
 		})
@@ -51,7 +51,7 @@ func TestJobChangeMatters(t *testing.T) {
 	t.Run("its pod becoming ready is a pass when the run restores a conversation (the early restore read)", func(t *testing.T) {
 		old, updated := owned(restoreJob("conv-1", "agentdefinition"), a), owned(restoreJob("conv-1", "agentdefinition"), a)
 		updated.Status.Ready = ptr.To[int32](1)
-		if !JobChangeMatters(old, updated) {
+		if !JobChangeMatters(RunJobOf(old), RunJobOf(updated)) {
 			t.Error("JobChangeMatters = false, want true")
 		}
 	})
@@ -77,16 +77,16 @@ func TestPollPasses(t *testing.T) {
 		{"a finished run is not", agent("a", agentsv1alpha1.PhaseSucceeded), nil, false},
 		{"a finished batch run whose batch must be cleaned up is", cleanupDue, nil, true},
 		{"a run being deleted is not", deleting, nil, false},
-		{"a Running run whose Job goes on is not (its Job's change brings it back)", running, owned(job(), running), false},
+		{"a Running run whose Job goes on is not (its Job's change brings it back)", running, owned(wholeJob(), running), false},
 		{"a Running run whose Job the cache lacks is (the pass confirms it live)", running, nil, true},
-		{"a Running run whose cached Job is another Agent's is", running, job(), true},
-		{"a Running run whose Job finished is", running, owned(job(complete), running), true},
+		{"a Running run whose cached Job is another Agent's is", running, wholeJob(), true},
+		{"a Running run whose Job finished is", running, owned(wholeJob(complete), running), true},
 		{"a Running run whose ready pod's restore is still to be read is", running, restoring, true},
 		{"a Running batch run is looked at (its batch is asked on schedule)", batchRunning("a"), nil, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {
-			if got := PollPasses(tc.agent, tc.job); got != tc.want {
+			if got := PollPasses(tc.agent, cached(tc.job)); got != tc.want {
 				t.Errorf("PollPasses = %v, want %v", got, tc.want)
 			}
 		})
