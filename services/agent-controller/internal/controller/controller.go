@@ -473,8 +473,13 @@ func (c *Controller) indexed(index, key string) []*agentsv1alpha1.Agent {
 // storeIfNewer puts a into the cache unless the cache holds a newer
 // version (the poll's LIST and our own patch results race with the
 // watch), and reports whether it replaced an older version or none: what
-// a watch event would have brought, had the watch delivered it.
+// a watch event would have brought, had the watch delivered it. A write's
+// answer carries the Agent's managedFields, which the watch's copies do
+// not (decode drops them: nothing reads them); they are dropped here too,
+// or the last write's answer would keep them in the cache for good when
+// its own watch event came first.
 func (c *Controller) storeIfNewer(a *agentsv1alpha1.Agent) (newer bool) {
+	a.ManagedFields = nil
 	idx := c.agents.GetIndexer()
 	newer = true
 	if old, ok, _ := idx.Get(a); ok {

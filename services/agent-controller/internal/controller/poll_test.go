@@ -31,9 +31,15 @@ func TestCacheRules(t *testing.T) {
 	if got, _, _ := idx.GetByKey("ns/a"); got.(*agentsv1alpha1.Agent).ResourceVersion != "10" {
 		t.Error("an older version from a LIST must not replace a newer cached one")
 	}
-	ctl.storeIfNewer(cachedAgent("a", "11", agentsv1alpha1.PhaseSucceeded))
-	if got, _, _ := idx.GetByKey("ns/a"); got.(*agentsv1alpha1.Agent).ResourceVersion != "11" {
+	answered := cachedAgent("a", "11", agentsv1alpha1.PhaseSucceeded)
+	answered.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "agent-controller", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"}}
+	ctl.storeIfNewer(answered)
+	got, _, _ := idx.GetByKey("ns/a")
+	if got.(*agentsv1alpha1.Agent).ResourceVersion != "11" {
 		t.Error("a newer version replaces the cached one")
+	}
+	if got.(*agentsv1alpha1.Agent).ManagedFields != nil {
+		t.Error("a write's answer is cached with its managedFields, which nothing reads")
 	}
 	ctl.storeIfNewer(cachedAgent("gone", "5", agentsv1alpha1.PhaseRunning))
 	ctl.storeIfNewer(cachedAgent("fresh", "30", agentsv1alpha1.PhasePending))
