@@ -47,7 +47,7 @@ func (c *Controller) readRun(ctx context.Context, snap *decision.Snapshot) error
 		// event. Only a Job missing from the cache (or not this run's) is
 		// confirmed live, so a lagging cache is never mistaken for a
 		// garbage-collected Job.
-		if cached, ok := obj.(*decision.RunJob); ok && decision.IsRunJob(cached, a) && !decision.JobFinished(cached) {
+		if cached, ok := obj.(*decision.RunJob); ok && decision.IsRunJob(cached, a) && !cached.Finished {
 			snap.Job = cached
 			if decision.ReadsInitLog(a, cached) {
 				pod, err := c.readPod(ctx, cached, false, true)

@@ -158,9 +158,3 @@ func JobNameOf(a *agentsv1alpha1.Agent) string {
 	}
 	return jobbuild.JobName(a.Name)
 }
-
-// JobFinished reports whether job reached Complete or Failed, the point at
-// which the controller reads the pod back.
-func JobFinished(job *RunJob) bool {
-	return job.Finished
-}

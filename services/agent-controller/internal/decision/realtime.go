@@ -77,7 +77,7 @@ func startRealtime(s Snapshot) Plan {
 // pod's log was read, the terminal write also records status.sessionId.
 func followRealtime(s Snapshot) Plan {
 	plan := followJob(s)
-	if s.Job != nil && JobFinished(s.Job) && s.Pod.Found && s.Pod.LogErr == nil {
+	if s.Job != nil && s.Job.Finished && s.Pod.Found && s.Pod.LogErr == nil {
 		if id := lastSessionID(s.Job, s.Pod.Log); id != "" {
 			plan.Status.SessionID = id
 		}

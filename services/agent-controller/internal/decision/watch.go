@@ -51,5 +51,5 @@ func PollPasses(a *agentsv1alpha1.Agent, job *RunJob) bool {
 	if !NeedsJob(a) || job == nil || !IsRunJob(job, a) {
 		return true
 	}
-	return JobFinished(job) || ReadsInitLog(a, job)
+	return job.Finished || ReadsInitLog(a, job)
 }
