@@ -23,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	// Profiles for the benchmarks; empty outside -tags benchprofile builds.
+	_ "github.com/agentplane/agentplane/libs/benchprofile"
 	"github.com/agentplane/agentplane/libs/events"
 	"github.com/agentplane/agentplane/libs/grpcauth"
 	"github.com/agentplane/agentplane/libs/service"

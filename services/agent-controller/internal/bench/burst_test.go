@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
+	"github.com/agentplane/agentplane/libs/testenv/benchproc"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/config"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/decision"
 	"github.com/agentplane/agentplane/services/agent-controller/internal/jobbuild"
@@ -81,16 +82,16 @@ func TestBenchBurst(t *testing.T) {
 	}
 	warm.wait(t, time.Minute, "the first Job")
 
-	bin.profile(t, "start")
+	bin.CPUProfile(t, "start")
 	burstStart := time.Now()
-	reqsBefore, cpuBefore := apiRequests(t, kube), cpuTicks(t, bin.pid)
+	reqsBefore, cpuBefore := benchproc.APIRequests(t, kube), bin.CPU(t)
 	created := createAgents(t, c, ns, "b", n, clients)
 	burst.wait(t, 10*time.Minute, "Jobs of the burst")
-	burstReqs, burstCPU := apiRequests(t, kube).since(reqsBefore), cpuTicks(t, bin.pid)-cpuBefore
-	bin.profile(t, "stop")
+	burstReqs, burstCPU := benchproc.APIRequests(t, kube).Minus(reqsBefore), bin.CPU(t)-cpuBefore
+	bin.CPUProfile(t, "stop")
 	lat, last := burst.since(created)
 	rate := float64(n) / last.Sub(burstStart).Seconds()
-	rssBurst := rssMiB(bin.pid)
+	rssBurst := bin.RSSMiB()
 
 	paced, achieved := createPaced(t, c, ns, steadyN, steadyRate)
 	steady.wait(t, 10*time.Minute, "Jobs of the steady load")
@@ -114,14 +115,14 @@ func TestBenchBurst(t *testing.T) {
 	report(t, "| two-write ceiling: plain client, the controller's own Job create + status patch (decided by its decision code), %d goroutines, unthrottled | %.0f runs/s | 1 |", ceilingClients, ceiling)
 	report(t, "| agent-controller CPU per run in the burst, in the backlog (from its start) | %s, %s | |",
 		(burstCPU / time.Duration(n)).Round(10*time.Microsecond), (backlogCPU / time.Duration(n)).Round(10*time.Microsecond))
-	report(t, "| API requests per run in the burst (the Agents' creates included) | %s | |", burstReqs.perRun(n))
-	report(t, "| API requests per run in the backlog, from the binary's start | %s | |", backlogReqs.perRun(n))
-	report(t, "| API requests per run of the ceiling | %s | |", ceilingReqs.perRun(n))
+	report(t, "| API requests per run in the burst (the Agents' creates included) | %s | |", burstReqs.PerRun(n))
+	report(t, "| API requests per run in the backlog, from the binary's start | %s | |", backlogReqs.PerRun(n))
+	report(t, "| API requests per run of the ceiling | %s | |", ceilingReqs.PerRun(n))
 	report(t, "| kube-controller-manager Job controller: %d Jobs created by %d clients → pods (unscheduled), QPS %d / burst %d, default job syncs | %.0f pods/s | created → pod p50 %s, p99 %s |",
 		n, clients, clientQPS, clientBurst, kcmRate, pct(kcmLat, 0.5), pct(kcmLat, 0.99))
 	report(t, "| steady load: %d Agents at %.0f/s (half the ceiling) for %s | created → Job p50 %s, **p99 %s** | target p99 ≤ 1 s |",
 		steadyN, steadyRate, steadyFor, pct(steadyLat, 0.5), pct(steadyLat, 0.99))
-	report(t, "| agent-controller RSS after the burst (%d Agents cached), after the steady load | %.0f MiB, %.0f MiB | |", n+1, rssBurst, rssMiB(bin.pid))
+	report(t, "| agent-controller RSS after the burst (%d Agents cached), after the steady load | %.0f MiB, %.0f MiB | |", n+1, rssBurst, bin.RSSMiB())
 	if achieved < 0.9*steadyRate {
 		t.Logf("the steady load reached only %.0f/s of %.0f/s", achieved, steadyRate)
 	}
@@ -243,7 +244,7 @@ func jobControllerBurst(t *testing.T, c client.Client, kube kubernetes.Interface
 // controller's (its Events aside, which travel on a client held to
 // --event-qps, and its namespace's run NetworkPolicy, made once). It also
 // returns the API requests of those writes.
-func twoWriteCeiling(t *testing.T, c client.Client, kube kubernetes.Interface, n int) (float64, requestCounts) {
+func twoWriteCeiling(t *testing.T, c client.Client, kube kubernetes.Interface, n int) (float64, benchproc.Requests) {
 	t.Helper()
 	ctx := context.Background()
 	ns := env.Namespace(t)
@@ -253,11 +254,11 @@ func twoWriteCeiling(t *testing.T, c client.Client, kube kubernetes.Interface, n
 	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	before := apiRequests(t, kube)
+	before := benchproc.APIRequests(t, kube)
 	took := parallel(len(list.Items), ceilingClients, func(i int) {
 		startRun(t, c, kube, &list.Items[i], st, def)
 	})
-	return float64(len(list.Items)) / took.Seconds(), apiRequests(t, kube).since(before)
+	return float64(len(list.Items)) / took.Seconds(), benchproc.APIRequests(t, kube).Minus(before)
 }
 
 // burstCeiling returns how many runs per second a plain client starts
@@ -310,7 +311,7 @@ func startRun(t *testing.T, c client.Client, kube kubernetes.Interface, a *agent
 // compare the same work, and the API requests and the CPU the binary used
 // from its start to its last Job. The process is stopped before the next
 // phase.
-func backlogDrain(t *testing.T, c client.Client, kube kubernetes.Interface, n int) (float64, requestCounts, time.Duration) {
+func backlogDrain(t *testing.T, c client.Client, kube kubernetes.Interface, n int) (float64, benchproc.Requests, time.Duration) {
 	t.Helper()
 	ns := env.Namespace(t)
 	mkStation(t, c, ns)
@@ -322,11 +323,11 @@ func backlogDrain(t *testing.T, c client.Client, kube kubernetes.Interface, n in
 	defer jobs.Stop()
 	got := newArrivals(n)
 	go got.added(jobs, metav1.Object.GetName)
-	before := apiRequests(t, kube)
+	before := benchproc.APIRequests(t, kube)
 	bin := startBinary(t, ns)
-	defer bin.stop()
+	defer bin.Stop()
 	got.wait(t, 10*time.Minute, "Jobs of the backlog")
-	reqs, cpu := apiRequests(t, kube).since(before), cpuTicks(t, bin.pid)
+	reqs, cpu := benchproc.APIRequests(t, kube).Minus(before), bin.CPU(t)
 	first, last := got.span()
 	return float64(n-1) / last.Sub(first).Seconds(), reqs, cpu
 }

@@ -110,7 +110,7 @@ func TestBenchConcurrentRuns(t *testing.T) {
 	metricsAddr := testenv.FreeAddr(t)
 	bin := startBinary(t, ns, "--metrics-bind-address", metricsAddr)
 	reconcilesBefore := reconciles(t, metricsAddr)
-	cpuBefore := cpuTicks(t, bin.pid)
+	cpuBefore := bin.CPU(t)
 	var rssPeak float64
 	sampled := make(chan struct{})
 	prof := os.Getenv("AGENTPLANE_BENCH_PROFILE")
@@ -119,20 +119,20 @@ func TestBenchConcurrentRuns(t *testing.T) {
 		began := time.Now()
 		var heapPeak float64
 		for i := 0; ctx.Err() == nil; i++ {
-			rssPeak = max(rssPeak, rssMiB(bin.pid))
+			rssPeak = max(rssPeak, bin.RSSMiB())
 			if i%30 == 0 {
 				// When the memory peaks, and whether it is live heap,
 				// collector headroom or goroutines.
 				heap, _ := metricSum(metricsAddr, "go_memstats_heap_inuse_bytes")
 				goroutines, _ := metricSum(metricsAddr, "go_goroutines")
 				t.Logf("%s: RSS %.0f MiB, heap in use %.0f MiB, %.0f goroutines, %d Agents Succeeded",
-					time.Since(began).Round(time.Second), rssMiB(bin.pid), heap/(1<<20), goroutines, agentDone.count())
+					time.Since(began).Round(time.Second), bin.RSSMiB(), heap/(1<<20), goroutines, agentDone.count())
 				// The live heap where the heap in use peaks, which is
 				// not where the runs are half done: each sample higher
 				// than any before replaces the profile.
 				if prof != "" && heap > heapPeak {
 					heapPeak = heap
-					bin.heapProfile(t, prof+".peak.heap")
+					bin.HeapProfile(t, prof+".peak.heap")
 				}
 			}
 			select {
@@ -152,7 +152,7 @@ func TestBenchConcurrentRuns(t *testing.T) {
 				time.Sleep(200 * time.Millisecond)
 			}
 			if ctx.Err() == nil {
-				bin.heapProfile(t, prof+".heap")
+				bin.HeapProfile(t, prof+".heap")
 			}
 		}()
 	}
@@ -179,9 +179,9 @@ func TestBenchConcurrentRuns(t *testing.T) {
 		}
 	}
 	took := time.Since(start)
-	cpu := cpuTicks(t, bin.pid) - cpuBefore
+	cpu := bin.CPU(t) - cpuBefore
 	perRun := (reconciles(t, metricsAddr) - reconcilesBefore) / float64(n)
-	peak := peakRSSMiB(bin.pid)
+	peak := bin.PeakRSSMiB()
 	cancel()
 	<-sampled
 

@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +24,7 @@ import (
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/libs/testenv/benchproc"
 	"github.com/agentplane/agentplane/libs/testenv/kubeassets"
 )
 
@@ -101,24 +100,15 @@ func newAgent(ns, name string) *agentsv1alpha1.Agent {
 
 // binary is a running agent-controller process.
 type binary struct {
-	pid       int
-	pprofAddr string
-	cmd       *exec.Cmd
+	*benchproc.Process
 	// memory says the memory limit it runs under, for the reports.
 	memory string
-}
-
-// stop ends the process before the test does, so a later phase runs
-// without it.
-func (b *binary) stop() {
-	_ = b.cmd.Process.Kill()
-	_ = b.cmd.Wait()
 }
 
 // startBinary builds and runs the real agent-controller for one namespace,
 // at clientQPS/clientBurst with its default workers. With
 // AGENTPLANE_BENCH_PROFILE set it is built with the benchprofile tag, so
-// profile can record its CPU profile into that file.
+// CPUProfile can record its CPU profile into that file.
 // AGENTPLANE_BENCH_BINARY runs a binary built earlier instead (one of
 // another commit, to compare two in the same conditions), and
 // AGENTPLANE_BENCH_ARGS adds flags (--workers=8, to compare settings)
@@ -144,19 +134,15 @@ func startBinary(t *testing.T, ns string, args ...string) *binary {
 	cmd.Stderr = os.Stderr
 	b := &binary{memory: "no memory limit"}
 	cmd.Env = os.Environ()
-	if prof != "" {
-		b.pprofAddr = testenv.FreeAddr(t)
-		cmd.Env = append(cmd.Env, "AGENTPLANE_PPROF_ADDR="+b.pprofAddr, "AGENTPLANE_CPU_PROFILE="+prof)
-	}
 	if limit, soft := memoryLimit(t); soft > 0 {
 		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+strconv.FormatInt(soft, 10))
 		b.memory = fmt.Sprintf("as in a container limited to %s (GOMEMLIMIT %.0f MiB)", limit, float64(soft)/(1<<20))
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	if prof != "" {
+		b.Process = benchproc.StartProfiled(t, cmd, prof)
+	} else {
+		b.Process = benchproc.Start(t, cmd)
 	}
-	b.pid, b.cmd = cmd.Process.Pid, cmd
-	t.Cleanup(b.stop)
 	return b
 }
 
@@ -177,11 +163,12 @@ func memoryLimit(t *testing.T) (string, int64) {
 }
 
 // built is the binary of this tree, built once per test process, so every
-// phase runs the same build.
+// phase runs the same build; TestMain removes it.
 var built struct {
-	once sync.Once
-	path string
-	err  error
+	once   sync.Once
+	path   string
+	remove func()
+	err    error
 }
 
 // buildBinary builds agent-controller from this tree (with the
@@ -189,49 +176,16 @@ var built struct {
 func buildBinary(t *testing.T, profiled bool) string {
 	t.Helper()
 	built.once.Do(func() {
-		dir, err := os.MkdirTemp("", "agent-controller-bench-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		built.path = filepath.Join(dir, "agent-controller")
-		args := []string{"build", "-o", built.path}
+		var tags []string
 		if profiled {
-			args = append(args, "-tags", "benchprofile")
+			tags = append(tags, "benchprofile")
 		}
-		args = append(args, "github.com/agentplane/agentplane/services/agent-controller")
-		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("build: %w\n%s", err, out)
-		}
+		built.path, built.remove, built.err = benchproc.Build("github.com/agentplane/agentplane/services/agent-controller", tags...)
 	})
 	if built.err != nil {
 		t.Fatal(built.err)
 	}
 	return built.path
-}
-
-// profile starts ("start") or stops ("stop") the binary's CPU profile;
-// nothing without AGENTPLANE_BENCH_PROFILE.
-func (b *binary) profile(t *testing.T, what string) {
-	t.Helper()
-	if b.pprofAddr == "" {
-		return
-	}
-	var resp *http.Response
-	var err error
-	for range 50 { // the listener comes up with the process
-		if resp, err = http.Get("http://" + b.pprofAddr + "/profile/" + what); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("profile %s: %v", what, err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("profile %s: %s", what, resp.Status)
-	}
 }
 
 // kubeconfig writes a kubeconfig for a new system:masters user into dir.
@@ -282,50 +236,6 @@ func startKCM(t *testing.T, extra ...string) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
-}
-
-// rssMiB is the process's resident set size now.
-func rssMiB(pid int) float64 { return procStatusMiB(pid, "VmRSS:") }
-
-// peakRSSMiB is the highest resident set size the process has had.
-func peakRSSMiB(pid int) float64 { return procStatusMiB(pid, "VmHWM:") }
-
-// procStatusMiB reads one kB field of /proc/<pid>/status, in MiB.
-func procStatusMiB(pid int, field string) float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(raw), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == field {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
-// cpuTicks is the user and system CPU time a process has used, from
-// /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s, the
-// kernel's USER_HZ on Linux).
-func cpuTicks(t *testing.T, pid int) time.Duration {
-	t.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The command name (field 2) may hold spaces; the fields after it
-	// start past its closing parenthesis.
-	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-	if len(f) < 13 {
-		t.Fatalf("/proc/%d/stat: %q", pid, raw)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		t.Fatalf("/proc/%d/stat: %q", pid, raw)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // parallel runs fn(i) for i in [0,n) on w goroutines and returns the wall
@@ -454,26 +364,4 @@ func (a *arrivals) count() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.at)
-}
-
-// heapProfile writes the binary's live heap profile to file; nothing
-// without AGENTPLANE_BENCH_PROFILE.
-func (b *binary) heapProfile(t *testing.T, file string) {
-	t.Helper()
-	if b.pprofAddr == "" {
-		return
-	}
-	resp, err := http.Get("http://" + b.pprofAddr + "/profile/heap")
-	if err != nil {
-		t.Logf("heap profile: %v", err)
-		return
-	}
-	defer func() { _ = resp.Body.Close() }()
-	raw, err := io.ReadAll(resp.Body)
-	if err == nil {
-		err = os.WriteFile(file, raw, 0o600)
-	}
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Logf("heap profile: %v (%s)", err, resp.Status)
-	}
 }

@@ -7,7 +7,6 @@ package bench
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -30,8 +29,8 @@ func TestMain(m *testing.M) {
 	// only in the phase that measures it, so it never competes with the
 	// others.
 	code := testenv.Run(m, &env, testenv.Options{})
-	if built.path != "" {
-		_ = os.RemoveAll(filepath.Dir(built.path))
+	if built.remove != nil {
+		built.remove()
 	}
 	os.Exit(code)
 }

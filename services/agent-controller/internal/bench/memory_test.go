@@ -35,13 +35,13 @@ func TestBenchCacheMemory(t *testing.T) {
 	})
 	bin := startBinary(t, ns)
 	time.Sleep(20 * time.Second) // sync, one poll, settle
-	report(t, "| agent-controller RSS with %d Agents in the cache | %.0f MiB | target ≤ 150 MiB |", n, rssMiB(bin.pid))
+	report(t, "| agent-controller RSS with %d Agents in the cache | %.0f MiB | target ≤ 150 MiB |", n, bin.RSSMiB())
 	const idle = time.Minute
-	before := cpuTicks(t, bin.pid)
-	bin.profile(t, "start")
+	before := bin.CPU(t)
+	bin.CPUProfile(t, "start")
 	time.Sleep(idle)
-	bin.profile(t, "stop")
-	used := cpuTicks(t, bin.pid) - before
+	bin.CPUProfile(t, "stop")
+	used := bin.CPU(t) - before
 	report(t, "| agent-controller idle CPU with %d Agents in the cache, nothing changing | %.1f %% of one core (%s in %s) | target ≤ 5 %% |",
 		n, 100*used.Seconds()/idle.Seconds(), used, idle)
 }

@@ -1,6 +1,6 @@
 //go:build benchprofile
 
-package main
+package benchprofile
 
 import (
 	"net/http"
@@ -10,11 +10,8 @@ import (
 	"sync"
 )
 
-// Built only with -tags benchprofile, by the benchmark
-// (internal/bench): with AGENTPLANE_PPROF_ADDR and AGENTPLANE_CPU_PROFILE
-// set, GET /profile/start and /profile/stop on that address record the CPU
-// profile of exactly the measured window into that file, and GET
-// /profile/heap answers the live heap's profile.
+// init serves the profiles when the benchmark asks for them (see the
+// package documentation).
 func init() {
 	addr, path := os.Getenv("AGENTPLANE_PPROF_ADDR"), os.Getenv("AGENTPLANE_CPU_PROFILE")
 	if addr == "" || path == "" {
