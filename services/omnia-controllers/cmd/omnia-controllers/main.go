@@ -28,6 +28,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	// Profiles for the benchmarks; empty outside -tags benchprofile builds.
+	_ "github.com/agentplane/agentplane/libs/benchprofile"
 	"github.com/agentplane/agentplane/libs/service"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/activator"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/agentruntime"

@@ -22,9 +22,7 @@ import (
 
 const wait = 30 * time.Second
 
-const validPack = `{"id":"support","name":"Support","version":"1.0.0",
- "template_engine":{"version":"v1","syntax":"{{variable}}"},
- "prompts":{"default":{"id":"default","name":"Default","version":"1.0.0","system_template":"You help."}}}`
+const validPack = ctrltest.ValidPack
 
 var testConfig = Config{RuntimeImage: "agentplane/stand-in-runtime:test", RuntimeCommand: []string{"/runtime"},
 	FacadeImage: "agentplane/stand-in-facade:test", FacadeCommand: []string{"/facade"}}

@@ -11,12 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/proptest"
 )
 
-const validPack = `{"id":"support","name":"Support","version":"1.0.0",
- "template_engine":{"version":"v1","syntax":"{{variable}}"},
- "prompts":{"default":{"id":"default","name":"Default","version":"1.0.0","system_template":"You help."}}}`
+const validPack = ctrltest.ValidPack
 
 var t0 = metav1.NewTime(proptest.Epoch)
 

@@ -3,83 +3,19 @@ package promptpack
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/yaml"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
 )
-
-// labelPolicyFile is the MutatingAdmissionPolicy the install ships
-// (the chart renders the same), relative to the repository root.
-const labelPolicyFile = "deploy/omnia-controllers/promptpack-label-policy.yaml"
-
-// installLabelPolicy installs the shipped label policy for namespace ns
-// only (its binding narrowed to ns, both renamed after it), so the other
-// tests of this package still see the controller stamp the label. It
-// returns once the API server applies it: policies reach admission
-// through an informer.
-//
-//nolint:contextcheck // test helper: it makes its own context.Background(), the only context the tests here have
-func installLabelPolicy(tb testing.TB, ns string) {
-	tb.Helper()
-	ctx := context.Background()
-	raw, err := os.ReadFile(filepath.Join(env.RepoRoot, labelPolicyFile))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	docs := strings.Split(string(raw), "\n---\n")
-	if len(docs) != 2 {
-		tb.Fatalf("%s: %d documents, want the policy and its binding", labelPolicyFile, len(docs))
-	}
-	policy, binding := &admissionv1.MutatingAdmissionPolicy{}, &admissionv1.MutatingAdmissionPolicyBinding{}
-	if err := yaml.UnmarshalStrict([]byte(docs[0]), policy); err != nil {
-		tb.Fatalf("%s: the policy: %v", labelPolicyFile, err)
-	}
-	if err := yaml.UnmarshalStrict([]byte(docs[1]), binding); err != nil {
-		tb.Fatalf("%s: the binding: %v", labelPolicyFile, err)
-	}
-	if binding.Spec.PolicyName != policy.Name {
-		tb.Fatalf("%s: the binding names policy %q, the policy is %q", labelPolicyFile, binding.Spec.PolicyName, policy.Name)
-	}
-	policy.Name += "-" + ns
-	binding.Name, binding.Spec.PolicyName = policy.Name, policy.Name
-	binding.Spec.MatchResources = &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-		MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}
-	for _, o := range []client.Object{policy, binding} {
-		if err := env.Client.Create(ctx, o); err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
-	}
-	n := 0
-	ctrltest.Eventually(tb, wait, func() error {
-		n++
-		p := &omniav1.PromptPack{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("policy-probe-%d", n), Namespace: ns},
-			Spec: omniav1.PromptPackSpec{PackName: "policy-probe", Version: "1.0.0",
-				Source: omniav1.PromptPackSource{Type: omniav1.SourceTypeConfigMap, ConfigMapRef: &omniav1.LocalObjectReference{Name: "none"}}}}
-		if err := env.Client.Create(ctx, p); err != nil {
-			return err
-		}
-		_ = env.Client.Delete(ctx, p)
-		if p.Labels[omniav1.LabelPromptPack] != "policy-probe" {
-			return fmt.Errorf("the policy is not applied yet: labels %v", p.Labels)
-		}
-		return nil
-	})
-}
 
 // TestThePackNameLabelIsStampedAtAdmission: with the shipped policy
 // installed, the API server itself sets the pack-name label on a pack
@@ -87,7 +23,7 @@ func installLabelPolicy(tb testing.TB, ns string) {
 // no controller runs here.
 func TestThePackNameLabelIsStampedAtAdmission(t *testing.T) {
 	ns := env.Namespace(t)
-	installLabelPolicy(t, ns)
+	ctrltest.InstallLabelPolicy(t, env, ns)
 	ctx := context.Background()
 	cases := []struct {
 		name   string
@@ -214,7 +150,7 @@ func TestAPackCostsOneWrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := env.Namespace(t)
 			if tc.policy {
-				installLabelPolicy(t, ns)
+				ctrltest.InstallLabelPolicy(t, env, ns)
 			}
 			wc := startCounted(t, ns)
 			for ver := 2; ver >= 1; ver-- {
