@@ -68,14 +68,17 @@ func ApplyCacheOptions(o *ctrl.Options) {
 	o.Client.Cache.DisableFor = append(o.Client.Cache.DisableFor, &corev1.ConfigMap{})
 }
 
-// stripCached drops the annotations of metadata-only objects before the
-// cache stores them: no controller reads them, and kubectl's
-// last-applied annotation repeats a ConfigMap's data. Typed objects are
-// kept whole.
+// stripCached drops what no controller reads before the cache stores an
+// object: every object's managedFields (a write that omits them keeps the
+// stored ones), and the annotations of metadata-only objects (kubectl's
+// last-applied annotation repeats a ConfigMap's data). Typed objects keep
+// their annotations: the controllers read some.
 func stripCached(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		o.SetManagedFields(nil)
+	}
 	if p, ok := obj.(*metav1.PartialObjectMetadata); ok {
 		p.Annotations = nil
-		p.ManagedFields = nil
 	}
 	return obj, nil
 }

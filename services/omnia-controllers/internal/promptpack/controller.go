@@ -38,6 +38,11 @@ type Reconciler struct {
 	Validator Validator
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	// sources keeps what earlier passes read of unchanged ConfigMaps;
+	// SetupWithManager makes it, and without it every pass reads its
+	// ConfigMap live.
+	sources *sourceMemo
 }
 
 // Reconcile validates one PromptPack and ranks it among its siblings.
@@ -103,10 +108,11 @@ func (r *Reconciler) stampLabel(ctx context.Context, pack *omniav1.PromptPack) e
 func (r *Reconciler) snapshot(ctx context.Context, pack *omniav1.PromptPack) (Snapshot, error) {
 	s := Snapshot{Pack: pack, Now: kubeutil.PassTime(r.Now)}
 	if ref := pack.Spec.Source.ConfigMapRef; ref != nil && pack.Spec.Source.Type == omniav1.SourceTypeConfigMap {
-		var err error
-		if s.ConfigMap, err = kubeutil.Lookup[corev1.ConfigMap](ctx, r.Client, types.NamespacedName{Namespace: pack.Namespace, Name: ref.Name}); err != nil {
+		src, err := r.sources.read(ctx, r.Client, types.NamespacedName{Namespace: pack.Namespace, Name: ref.Name}, r.Validator)
+		if err != nil {
 			return s, err
 		}
+		s.Source = &src
 	}
 	var sibs omniav1.PromptPackList
 	if err := r.Client.List(ctx, &sibs, client.InNamespace(pack.Namespace), client.MatchingFields{index.PackName: pack.Spec.PackName}); err != nil {
@@ -145,10 +151,14 @@ func (r *Reconciler) snapshot(ctx context.Context, pack *omniav1.PromptPack) (Sn
 // other passes write. rec, when not nil, is called instead of r (tests wrap r to
 // count passes).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
+	// The cache answers for ConfigMaps' metadata: the watch below keeps
+	// that informer.
+	r.sources = newSourceMemo(mgr.GetCache())
 	packs := func() client.ObjectList { return &omniav1.PromptPackList{} }
 	b := kubeutil.Controller{Name: ControllerName, For: &omniav1.PromptPack{}, Workers: 1}.Builder(mgr).
 		// Metadata only: the cache never holds a ConfigMap's data
-		// (kubeutil.ApplyCacheOptions); a pass reads its one ConfigMap live.
+		// (kubeutil.ApplyCacheOptions); a pass reads its one ConfigMap live
+		// unless the metadata shows it unchanged since a pass read it.
 		WatchesMetadata(&corev1.ConfigMap{}, kubeutil.EnqueueByIndex(r.Client, packs, index.ConfigMapRef)).
 		Watches(&omniav1.PromptPack{}, handler.EnqueueRequestsFromMapFunc(r.olderSiblings),
 			builder.WithPredicates(PhaseChanged())).

@@ -31,8 +31,12 @@ type Snapshot struct {
 	// Pack is the PromptPack being reconciled.
 	Pack *omniav1.PromptPack
 	// ConfigMap is the ConfigMap named by spec.source.configMapRef, nil
-	// when it does not exist (or the source is not a ConfigMap).
+	// when it does not exist (or the source is not a ConfigMap). Source,
+	// when set, is used instead.
 	ConfigMap *corev1.ConfigMap
+	// Source is what ReadSource made of that ConfigMap, read by an
+	// earlier pass while it is unchanged; nil judges ConfigMap.
+	Source *Source
 	// Siblings are the other PromptPacks of the same namespace and pack
 	// name, in any order; Pack itself may be included and is skipped.
 	Siblings []omniav1.PromptPack
@@ -131,32 +135,36 @@ func (d *decider) configMap(v Validator, ver omniav1.Version) {
 		d.sourceFailed("source.configMapRef is not set")
 		d.drift("", "")
 		return
-	case d.s.ConfigMap == nil:
+	}
+	src := d.s.Source
+	if src == nil {
+		read := ReadSource(d.s.ConfigMap, v)
+		src = &read
+	}
+	switch {
+	case !src.Found:
 		msg := fmt.Sprintf("ConfigMap %q not found in namespace %q", ref.Name, p.Namespace)
 		d.sourceFailed(msg)
 		d.drift(ref.Name, "")
 		d.retry = fmt.Errorf("validate source of PromptPack %s/%s: %s", p.Namespace, p.Name, msg)
 		return
-	}
-	content, ok := d.s.ConfigMap.Data[omniav1.PackJSONKey]
-	if !ok {
+	case !src.HasKey:
 		d.sourceFailed(fmt.Sprintf("ConfigMap %q has no %q key in data", ref.Name, omniav1.PackJSONKey))
 		d.drift(ref.Name, "")
 		return
 	}
 	d.sourceOK(fmt.Sprintf("ConfigMap %q has a %q key", ref.Name, omniav1.PackJSONKey))
-	digest := ContentDigest(content)
-	if err := v.Validate([]byte(content)); err != nil {
-		d.schemaFailed(err.Error())
-		d.drift(ref.Name, digest)
+	if src.SchemaErr != "" {
+		d.schemaFailed(src.SchemaErr)
+		d.drift(ref.Name, src.Digest)
 		return
 	}
 	d.Set(omniav1.ConditionSchemaValid, metav1.ConditionTrue, omniav1.ReasonSchemaValid, "pack.json conforms to the PromptPack schema")
 	if d.st.ContentDigest == "" {
-		d.st.ContentDigest = digest // the first validation pins the content
+		d.st.ContentDigest = src.Digest // the first validation pins the content
 	}
-	d.drift(ref.Name, digest)
-	d.skills(declaredTools(content))
+	d.drift(ref.Name, src.Digest)
+	d.skills(src.Tools)
 
 	r := Rank(p, ver, d.s.Siblings)
 	if r.Active() {
