@@ -2,8 +2,11 @@ package benchproc
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,5 +123,20 @@ func TestProcess(t *testing.T) {
 	p.Stop() // a second Stop does nothing
 	if p.RSSMiB() != 0 {
 		t.Fatalf("RSS %.2f MiB after Stop, want 0 for a process gone", p.RSSMiB())
+	}
+}
+
+// TestWaitReady: it returns once /readyz answers 200, not before.
+func TestWaitReady(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" || calls.Add(1) < 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	WaitReady(t, strings.TrimPrefix(srv.URL, "http://"), 5*time.Second)
+	if n := calls.Load(); n != 3 {
+		t.Fatalf("%d calls, want the third to be the first ready", n)
 	}
 }

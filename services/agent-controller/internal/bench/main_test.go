@@ -9,28 +9,20 @@ import (
 	"os"
 	"testing"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/libs/testenv/benchproc"
 )
 
 var env *testenv.Env
 
+// TestMain starts a control plane of its own, with the apiserver's
+// defaults (watch cache on) and no kube-controller-manager: the Job
+// controller runs only in the phase that measures it, so it never
+// competes with the others.
 func TestMain(m *testing.M) {
-	// The test's own controller-runtime clients log nothing worth reading.
-	ctrllog.SetLogger(logr.Discard())
-	if os.Getenv(testenv.BenchEnv) == "" {
-		// Every test here skips itself: no control plane to start.
-		os.Exit(m.Run())
-	}
-	// A control plane of its own, with the apiserver's defaults (watch
-	// cache on) and no kube-controller-manager: the Job controller runs
-	// only in the phase that measures it, so it never competes with the
-	// others.
-	code := testenv.Run(m, &env, testenv.Options{})
-	if built.remove != nil {
-		built.remove()
-	}
-	os.Exit(code)
+	os.Exit(benchproc.Main(m, &env, testenv.Options{}, func() {
+		if built.remove != nil {
+			built.remove()
+		}
+	}))
 }

@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,17 +66,7 @@ func startBinary(t *testing.T) *binary {
 	} else {
 		p = benchproc.Start(t, cmd)
 	}
-	testenv.Eventually(t, time.Minute, "omnia-controllers ready", func() error {
-		resp, err := http.Get("http://" + probes + "/readyz")
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz: %s", resp.Status)
-		}
-		return nil
-	})
+	benchproc.WaitReady(t, probes, time.Minute)
 	return &binary{Process: p, metrics: metrics}
 }
 

@@ -9,23 +9,16 @@ import (
 	"os"
 	"testing"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/agentplane/agentplane/libs/testenv"
+	"github.com/agentplane/agentplane/libs/testenv/benchproc"
 )
 
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	ctrllog.SetLogger(logr.Discard())
-	if os.Getenv(testenv.BenchEnv) == "" {
-		// Every test here skips itself: no control plane to start.
-		os.Exit(m.Run())
-	}
-	code := testenv.Run(m, &env, testenv.Options{})
-	if built.remove != nil {
-		built.remove()
-	}
-	os.Exit(code)
+	os.Exit(benchproc.Main(m, &env, testenv.Options{}, func() {
+		if built.remove != nil {
+			built.remove()
+		}
+	}))
 }
