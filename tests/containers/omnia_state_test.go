@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -238,8 +239,10 @@ type omniaWatch struct {
 	seen []omniaReading
 	// starts are, per step, the distinct status.rollout.stepStartedAt
 	// recorded for it, in Unix seconds (the status's precision).
-	starts      map[int32]map[int64]bool
-	pods        map[types.UID]bool
+	starts map[int32]map[int64]bool
+	// pods are every pod seen, each with what the last reading showed of
+	// it (podSeen), for a failure to say which pods came and went.
+	pods        map[types.UID]string
 	replicaSets map[types.UID]bool
 	// templates are, per Deployment, the digests of the pod templates it
 	// had.
@@ -254,7 +257,7 @@ type omniaWatch struct {
 // watchOmnia starts the watcher of ns; stop ends it and returns what it
 // saw. It reads every 250 ms with the admin client.
 func (p *platform) watchOmnia(t *testing.T, ns string) *omniaWatch {
-	w := &omniaWatch{starts: map[int32]map[int64]bool{}, pods: map[types.UID]bool{}, replicaSets: map[types.UID]bool{},
+	w := &omniaWatch{starts: map[int32]map[int64]bool{}, pods: map[types.UID]string{}, replicaSets: map[types.UID]bool{},
 		templates: map[string]map[string]bool{}, done: make(chan struct{}), quit: make(chan struct{})}
 	go func() {
 		defer close(w.done)
@@ -278,6 +281,31 @@ func (p *platform) watchOmnia(t *testing.T, ns string) *omniaWatch {
 		}
 	})
 	return w
+}
+
+// podSeen says what a reading showed of a pod: its name, its ReplicaSet,
+// its phase and reason, when it was created, and whether it was being
+// deleted.
+func podSeen(p *corev1.Pod) string {
+	owner := "no owner"
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		owner = ref.Kind + " " + ref.Name
+	}
+	s := fmt.Sprintf("%s (%s) %s %s, created %s", p.Name, owner, p.Status.Phase, p.Status.Reason, p.CreationTimestamp.UTC().Format(time.RFC3339))
+	if p.DeletionTimestamp != nil {
+		s += ", being deleted since " + p.DeletionTimestamp.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+// podList is every pod seen, as podSeen last showed it, sorted.
+func (w *omniaWatch) podList() string {
+	out := make([]string, 0, len(w.pods))
+	for _, s := range w.pods {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return strings.Join(out, "\n")
 }
 
 // stop ends the watcher after its last reading.
@@ -304,7 +332,7 @@ func (p *platform) lookOmnia(ctx context.Context, ns string, w *omniaWatch) erro
 		return err
 	}
 	for _, o := range pods.Items {
-		w.pods[o.UID] = true
+		w.pods[o.UID] = podSeen(&o)
 	}
 	for _, o := range rss.Items {
 		w.replicaSets[o.UID] = true

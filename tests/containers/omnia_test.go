@@ -121,6 +121,7 @@ func TestOmniaControllersKilledDuringRollout(t *testing.T) {
 	} {
 		if c.got != c.want {
 			t.Errorf("the killed rollout created %d %s, the untouched one %d: the restart replaced pods", c.got, c.what, c.want)
+			t.Logf("pods of the killed rollout:\n%s\npods of the untouched one:\n%s", killed.podList(), base.podList())
 		}
 	}
 	if base.templateCount() != len(base.replicaSets) {
@@ -132,6 +133,7 @@ func TestOmniaControllersKilledDuringRollout(t *testing.T) {
 	if want := omniaReplicas * len(base.replicaSets); len(base.pods) != want {
 		t.Errorf("the untouched rollout created %d pods for %d ReplicaSets of %d replicas, want %d: pods were replaced without a fault",
 			len(base.pods), len(base.replicaSets), omniaReplicas, want)
+		t.Logf("pods of the untouched rollout:\n%s", base.podList())
 	}
 
 	// The step's recorded start has whole seconds: the kill came up to a
