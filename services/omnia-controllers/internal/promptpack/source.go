@@ -86,11 +86,12 @@ func newSourceMemo(meta client.Reader) *sourceMemo {
 // through live and judged by v. A nil memo always reads live.
 func (m *sourceMemo) read(ctx context.Context, live client.Reader, key types.NamespacedName, v Validator) (Source, error) {
 	if m != nil {
-		if e, ok := m.cache.Get(key); ok {
+		if got, ok := m.cache.Get(key); ok {
+			e := got.(memoEntry)
 			pm := &metav1.PartialObjectMetadata{}
 			pm.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-			if err := m.meta.Get(ctx, key, pm); err == nil && pm.UID == e.(memoEntry).uid && pm.ResourceVersion == e.(memoEntry).rv {
-				return e.(memoEntry).src, nil
+			if err := m.meta.Get(ctx, key, pm); err == nil && pm.UID == e.uid && pm.ResourceVersion == e.rv {
+				return e.src, nil
 			}
 		}
 	}
