@@ -14,7 +14,8 @@
 //     --kube-api-qps and --kube-api-burst;
 //   - one HTTP server for /metrics, /healthz and /readyz;
 //   - a gRPC server with health, reflection, and logging and metrics
-//     interceptors;
+//     interceptors (package grpcserver, linked only by the services that
+//     serve gRPC);
 //   - build information: --version and the agentplane_build_info metric.
 //
 // docs/configuration.md describes the scheme; each service's flag table in

@@ -8,7 +8,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/agentplane/agentplane/libs/grpcauth"
-	"github.com/agentplane/agentplane/libs/service"
+	"github.com/agentplane/agentplane/libs/service/grpcserver"
 	batchv1 "github.com/agentplane/agentplane/proto/agentplane/batch/v1"
 )
 
@@ -18,12 +18,12 @@ import (
 // (docs/batch-poller.md, "Callers"). BatchService has a health status of
 // its own besides the server's, so a client may ask for either; both
 // follow the server's.
-func NewGRPC(log *slog.Logger, reg prometheus.Registerer, svc batchv1.BatchServiceServer, guard grpcauth.Guard) (*service.GRPCServer, error) {
+func NewGRPC(log *slog.Logger, reg prometheus.Registerer, svc batchv1.BatchServiceServer, guard grpcauth.Guard) (*grpcserver.Server, error) {
 	if guard.Authn == nil || guard.Authorize == nil {
 		return nil, errors.New("batch-poller serves no call without an authenticator and an allow list")
 	}
 	guard.Open = grpcauth.HealthAndReflection
-	g, err := service.NewGRPCServer(log, reg, guard.ServerOptions()...)
+	g, err := grpcserver.New(log, reg, guard.ServerOptions()...)
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,7 @@ import (
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
 	"github.com/agentplane/agentplane/libs/service"
+	"github.com/agentplane/agentplane/libs/service/grpcserver"
 	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
 	"github.com/agentplane/agentplane/services/realtime-gateway/internal/auth"
 	"github.com/agentplane/agentplane/services/realtime-gateway/internal/config"
@@ -55,7 +56,7 @@ type App struct {
 	pool    *upstream.Pool
 	cache   crcache.Cache
 	key     *key.Source
-	grpc    *service.GRPCServer
+	grpc    *grpcserver.Server
 	http    *service.HTTPServer
 	// stopping turns /readyz off once shutdown began.
 	stopping atomic.Bool
@@ -138,7 +139,7 @@ func New(ctx context.Context, cfg *config.Config, rc *rest.Config, log *slog.Log
 		pool.Close()
 		return nil, err
 	}
-	srv, err := service.NewGRPCServer(log, m.Registry, opts...)
+	srv, err := grpcserver.New(log, m.Registry, opts...)
 	if err != nil {
 		pool.Close()
 		return nil, err

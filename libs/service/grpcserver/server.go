@@ -1,4 +1,8 @@
-package service
+// Package grpcserver is the gRPC half of the process skeleton (see package
+// service): a grpc.Server with panic recovery, logging and Prometheus
+// interceptors, the gRPC health service and server reflection. It lives
+// apart from service so that binaries serving no gRPC do not link grpc.
+package grpcserver
 
 import (
 	"context"
@@ -20,10 +24,10 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// GRPCServer is a grpc.Server with the skeleton's interceptors (panic
+// Server is a grpc.Server with the skeleton's interceptors (panic
 // recovery, logging, Prometheus metrics), the gRPC health service and
 // server reflection.
-type GRPCServer struct {
+type Server struct {
 	*grpc.Server
 	// Health is the gRPC health service; Serve marks it SERVING and,
 	// on shutdown, NOT_SERVING before it drains.
@@ -34,10 +38,10 @@ type GRPCServer struct {
 	ready   <-chan struct{}
 }
 
-// NewGRPCServer builds the server; register services on it, then Serve.
+// New builds the server; register services on it, then Serve.
 // Its metrics (grpc_server_handled_total, grpc_server_handling_seconds, ...)
 // go to reg. opts add to the skeleton's options (credentials, say).
-func NewGRPCServer(log *slog.Logger, reg prometheus.Registerer, opts ...grpc.ServerOption) (*GRPCServer, error) {
+func New(log *slog.Logger, reg prometheus.Registerer, opts ...grpc.ServerOption) (*Server, error) {
 	m := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
 	if err := reg.Register(m); err != nil {
 		return nil, fmt.Errorf("register gRPC metrics: %w", err)
@@ -63,14 +67,14 @@ func NewGRPCServer(log *slog.Logger, reg prometheus.Registerer, opts ...grpc.Ser
 		grpc.ChainUnaryInterceptor(m.UnaryServerInterceptor(), logging.UnaryServerInterceptor(lg, logOpts...), recovery.UnaryServerInterceptor(recover)),
 		grpc.ChainStreamInterceptor(m.StreamServerInterceptor(), logging.StreamServerInterceptor(lg, logOpts...), recovery.StreamServerInterceptor(recover)),
 	}, opts...)
-	s := &GRPCServer{Server: grpc.NewServer(all...), Health: health.NewServer(), log: log, metrics: m}
+	s := &Server{Server: grpc.NewServer(all...), Health: health.NewServer(), log: log, metrics: m}
 	healthpb.RegisterHealthServer(s.Server, s.Health)
 	reflection.Register(s.Server)
 	return s, nil
 }
 
 // Listen opens addr; a port already taken fails at start.
-func (s *GRPCServer) Listen(addr string) error {
+func (s *Server) Listen(addr string) error {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("gRPC listen on %s: %w", addr, err)
@@ -80,7 +84,7 @@ func (s *GRPCServer) Listen(addr string) error {
 }
 
 // Addr is the listening address after Listen.
-func (s *GRPCServer) Addr() net.Addr {
+func (s *Server) Addr() net.Addr {
 	if s.lis == nil {
 		return nil
 	}
@@ -91,13 +95,13 @@ func (s *GRPCServer) Addr() net.Addr {
 // until ready is closed. Calls are answered meanwhile; only the health
 // answer waits, for a server that must fill a cache before its answers
 // are worth routing to. Call it before Serve.
-func (s *GRPCServer) NotServingUntil(ready <-chan struct{}) { s.ready = ready }
+func (s *Server) NotServingUntil(ready <-chan struct{}) { s.ready = ready }
 
 // Serve serves on the listener opened by Listen until ctx ends, then
 // marks itself NOT_SERVING, lets in-flight calls finish for up to
 // shutdownTimeout, and stops. It returns nil after a shutdown that ctx
 // started.
-func (s *GRPCServer) Serve(ctx context.Context, shutdownTimeout time.Duration) error {
+func (s *Server) Serve(ctx context.Context, shutdownTimeout time.Duration) error {
 	if s.lis == nil {
 		return fmt.Errorf("gRPC Serve before Listen")
 	}

@@ -1,4 +1,4 @@
-package service
+package grpcserver
 
 import (
 	"bytes"
@@ -19,11 +19,11 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 )
 
-func TestGRPCServerHealthReflectionMetricsRecoveryAndShutdown(t *testing.T) {
+func TestServerHealthReflectionMetricsRecoveryAndShutdown(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := prometheus.NewRegistry()
-	s, err := NewGRPCServer(log, reg)
+	s, err := New(log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +68,8 @@ func TestGRPCServerHealthReflectionMetricsRecoveryAndShutdown(t *testing.T) {
 	}
 }
 
-func TestGRPCServerRecoversFromAPanickingHandler(t *testing.T) {
-	s, err := NewGRPCServer(slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+func TestServerRecoversFromAPanickingHandler(t *testing.T) {
+	s, err := New(slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +105,8 @@ func TestGRPCServerRecoversFromAPanickingHandler(t *testing.T) {
 	}
 }
 
-func TestGRPCServerHealthWaitsForReadiness(t *testing.T) {
-	s, err := NewGRPCServer(slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+func TestServerHealthWaitsForReadiness(t *testing.T) {
+	s, err := New(slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
