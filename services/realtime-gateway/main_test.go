@@ -58,6 +58,7 @@ func TestMain(m *testing.M) {
 		// The gateway's informers log through controller-runtime; the
 		// tests read the gateway's own slog lines instead.
 		ctrllog.SetLogger(logr.Discard())
+		defer gatewayBin.Remove()
 		return testenv.Run(m, &env, testenv.Options{})
 	})
 }

@@ -3,14 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,18 +18,17 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/agentplane/agentplane/libs/lockedio"
+	"github.com/agentplane/agentplane/libs/testenv/benchproc"
 	realtimev1 "github.com/agentplane/agentplane/proto/agentplane/realtime/v1"
 )
 
-var (
-	gatewayBinOnce sync.Once
-	gatewayBin     string
-	gatewayBinErr  error
-)
+// gatewayBin is this tree's realtime-gateway, built the first time a test
+// runs it; TestMain removes it.
+var gatewayBin = &benchproc.Binary{Pkg: "github.com/agentplane/agentplane/services/realtime-gateway"}
 
 // gatewayProcess is the realtime-gateway binary running on its own.
 type gatewayProcess struct {
-	cmd         *exec.Cmd
+	*benchproc.Process
 	metricsAddr string
 	client      realtimev1.PromptServiceClient
 }
@@ -41,20 +38,6 @@ type gatewayProcess struct {
 func startGatewayProcess(t *testing.T) *gatewayProcess {
 	t.Helper()
 	rc := platform(t)
-	gatewayBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "realtime-gateway-bin-")
-		if err != nil {
-			gatewayBinErr = err
-			return
-		}
-		gatewayBin = filepath.Join(dir, "realtime-gateway")
-		if out, err := exec.Command("go", "build", "-o", gatewayBin, ".").CombinedOutput(); err != nil {
-			gatewayBinErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	if gatewayBinErr != nil {
-		t.Fatal(gatewayBinErr)
-	}
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData}
 	kc.AuthInfos["gw"] = &clientcmdapi.AuthInfo{Token: rc.BearerToken}
@@ -65,30 +48,20 @@ func startGatewayProcess(t *testing.T) *gatewayProcess {
 		t.Fatal(err)
 	}
 	grpcAddr, metricsAddr, healthAddr := closedPort(t), closedPort(t), closedPort(t)
-	cmd := exec.Command(gatewayBin, "--kubeconfig", kcPath, "--grpc-bind-address", grpcAddr, "--metrics-bind-address", metricsAddr,
+	cmd := exec.Command(gatewayBin.Path(t), "--kubeconfig", kcPath, "--grpc-bind-address", grpcAddr, "--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", healthAddr, "--kube-api-qps", "500", "--kube-api-burst", "1000", "--log-level", "warn",
 		"--shutdown-timeout", "1s")
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+gwNamespace)
-	cmd.Stderr = &lockedio.Buffer{}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	p := &gatewayProcess{cmd: cmd, metricsAddr: metricsAddr}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + healthAddr + "/readyz")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+	stderr := &lockedio.Buffer{}
+	cmd.Stderr = stderr
+	// Registered before Start's Stop, so it runs after the process ends.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("gateway process stderr:\n%s", stderr.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway process not ready: %v\n%s", err, cmd.Stderr.(*lockedio.Buffer).String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	})
+	p := &gatewayProcess{Process: benchproc.Start(t, cmd), metricsAddr: metricsAddr}
+	benchproc.WaitReady(t, healthAddr, 30*time.Second)
 	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -120,15 +93,5 @@ func (p *gatewayProcess) mem(t *testing.T) (heap, rss int64, sessions int) {
 			sessions, _ = strconv.Atoi(v)
 		}
 	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			rss = kb * 1024
-		}
-	}
-	return heap, rss, sessions
+	return heap, int64(p.RSSMiB() * (1 << 20)), sessions
 }

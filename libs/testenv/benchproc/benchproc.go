@@ -38,6 +38,36 @@ func Build(pkg string, tags ...string) (path string, remove func(), err error) {
 	return path, remove, nil
 }
 
+// Binary is a Go package's binary, built the first time a test of the
+// process asks for it, so every test and phase runs the same build. The
+// benchmark's TestMain removes it (Remove) after the tests.
+type Binary struct {
+	// Pkg is the import path of the main package.
+	Pkg    string
+	once   sync.Once
+	path   string
+	remove func()
+	err    error
+}
+
+// Path builds the binary on the first call, with the build tags of that
+// call, and returns its path; a failed build fails tb, on every call.
+func (b *Binary) Path(tb testing.TB, tags ...string) string {
+	tb.Helper()
+	b.once.Do(func() { b.path, b.remove, b.err = Build(b.Pkg, tags...) })
+	if b.err != nil {
+		tb.Fatal(b.err)
+	}
+	return b.path
+}
+
+// Remove deletes the binary, if one was built.
+func (b *Binary) Remove() {
+	if b.remove != nil {
+		b.remove()
+	}
+}
+
 // Process is a running binary under measurement.
 type Process struct {
 	// Pid is the process's ID.

@@ -162,30 +162,18 @@ func memoryLimit(t *testing.T) (string, int64) {
 	return v, int64(float64(q.Value()) * service.MemoryLimitRatio)
 }
 
-// built is the binary of this tree, built once per test process, so every
-// phase runs the same build; TestMain removes it.
-var built struct {
-	once   sync.Once
-	path   string
-	remove func()
-	err    error
-}
+// built is agent-controller of this tree, built once per test process, so
+// every phase runs the same build; TestMain removes it.
+var built = &benchproc.Binary{Pkg: "github.com/agentplane/agentplane/services/agent-controller"}
 
 // buildBinary builds agent-controller from this tree (with the
 // benchprofile tag when profiled) the first time it is asked for.
 func buildBinary(t *testing.T, profiled bool) string {
 	t.Helper()
-	built.once.Do(func() {
-		var tags []string
-		if profiled {
-			tags = append(tags, "benchprofile")
-		}
-		built.path, built.remove, built.err = benchproc.Build("github.com/agentplane/agentplane/services/agent-controller", tags...)
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
+	if profiled {
+		return built.Path(t, "benchprofile")
 	}
-	return built.path
+	return built.Path(t)
 }
 
 // kubeconfig writes a kubeconfig for a new system:masters user into dir.

@@ -20,9 +20,5 @@ var env *testenv.Env
 // controller runs only in the phase that measures it, so it never
 // competes with the others.
 func TestMain(m *testing.M) {
-	os.Exit(benchproc.Main(m, &env, testenv.Options{}, func() {
-		if built.remove != nil {
-			built.remove()
-		}
-	}))
+	os.Exit(benchproc.Main(m, &env, testenv.Options{}, built.Remove))
 }

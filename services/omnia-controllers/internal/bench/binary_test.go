@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,13 +12,8 @@ import (
 	"github.com/agentplane/agentplane/libs/testenv/benchproc"
 )
 
-// built is the binary of this tree, built once per test process.
-var built struct {
-	once   sync.Once
-	path   string
-	remove func()
-	err    error
-}
+// built is omnia-controllers of this tree, built once per test process.
+var built = &benchproc.Binary{Pkg: "github.com/agentplane/agentplane/services/omnia-controllers/cmd/omnia-controllers"}
 
 // startBinary runs omnia-controllers at its default client limits and
 // workers, without leader election (so it writes no Lease), and returns
@@ -35,17 +29,11 @@ func startBinary(t *testing.T) *binary {
 	prof := os.Getenv("AGENTPLANE_BENCH_PROFILE")
 	bin := os.Getenv("AGENTPLANE_BENCH_BINARY")
 	if bin == "" {
-		built.once.Do(func() {
-			var tags []string
-			if prof != "" {
-				tags = append(tags, "benchprofile")
-			}
-			built.path, built.remove, built.err = benchproc.Build("github.com/agentplane/agentplane/services/omnia-controllers/cmd/omnia-controllers", tags...)
-		})
-		if built.err != nil {
-			t.Fatal(built.err)
+		var tags []string
+		if prof != "" {
+			tags = append(tags, "benchprofile")
 		}
-		bin = built.path
+		bin = built.Path(t, tags...)
 	}
 	kc, err := env.KubeconfigFor("omnia-controllers")
 	if err != nil {

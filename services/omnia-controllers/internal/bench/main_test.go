@@ -16,9 +16,5 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(benchproc.Main(m, &env, testenv.Options{}, func() {
-		if built.remove != nil {
-			built.remove()
-		}
-	}))
+	os.Exit(benchproc.Main(m, &env, testenv.Options{}, built.Remove))
 }
