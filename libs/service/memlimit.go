@@ -2,6 +2,8 @@ package service
 
 import (
 	"log/slog"
+	"os"
+	"runtime/debug"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 )
@@ -28,4 +30,18 @@ func LimitMemory(log *slog.Logger) int64 {
 func limitMemory(log *slog.Logger, provider memlimit.Provider) int64 {
 	limit, _ := memlimit.Set(memlimit.WithRatio(MemoryLimitRatio), memlimit.WithProvider(provider), memlimit.WithLogger(log))
 	return limit
+}
+
+// DefaultGCPercent sets the garbage collector's target (GOGC: how far the
+// heap grows past the live heap, in percent of it, before a collection
+// starts) to percent, unless GOGC in the environment has set it. Go's
+// default, 100, lets the heap reach twice its live size between
+// collections; a process whose live heap is small and allocation rate low
+// keeps its resident set nearer its live heap with a lower target, for a
+// little collector CPU. See docs/configuration.md.
+func DefaultGCPercent(percent int) {
+	if os.Getenv("GOGC") != "" {
+		return
+	}
+	debug.SetGCPercent(percent)
 }

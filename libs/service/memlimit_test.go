@@ -61,3 +61,29 @@ func unsetenv(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 }
+
+// TestDefaultGCPercent: the service's GC target applies unless the
+// operator set GOGC (which the runtime read at start).
+func TestDefaultGCPercent(t *testing.T) {
+	cases := []struct {
+		rule    string
+		gogc    string
+		runtime int // what the runtime took from GOGC at start
+		want    int
+	}{
+		{"without GOGC the service's target applies", "", 100, 25},
+		{"GOGC set by the operator wins", "80", 80, 80},
+		{"GOGC=off set by the operator wins", "off", -1, -1},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			before := debug.SetGCPercent(c.runtime)
+			t.Cleanup(func() { debug.SetGCPercent(before) })
+			t.Setenv("GOGC", c.gogc)
+			DefaultGCPercent(25)
+			if got := debug.SetGCPercent(c.runtime); got != c.want {
+				t.Fatalf("GC percent %d, want %d", got, c.want)
+			}
+		})
+	}
+}
