@@ -4,5 +4,7 @@
 // AGENTPLANE_PPROF_ADDR and AGENTPLANE_CPU_PROFILE set, GET /profile/start
 // and /profile/stop on that address record the CPU profile of exactly the
 // measured window into that file, and GET /profile/heap answers the live
-// heap's profile after a GC. Release builds carry none of it.
+// heap's profile after a GC, GET /profile/goroutine its goroutines grouped by
+// stack, and GET /profile/memory the runtime's memory classes
+// (runtime/metrics) as they stand. Release builds carry none of it.
 package benchprofile

@@ -40,7 +40,12 @@ func TestBenchPromptPacks(t *testing.T) {
 	startRSS, startFile := bin.RSSMiB(), bin.RSSFileMiB()
 	prof := os.Getenv("AGENTPLANE_BENCH_PROFILE")
 	bin.HeapProfile(t, prof+".start.heap")
+	bin.GoroutineProfile(t, prof+".start.goroutine")
+	if m := bin.MemoryClasses(t); m != "" {
+		t.Logf("memory classes at start (MiB): %s", m)
+	}
 	bin.CPUProfile(t, "start")
+	stopSampling := bin.SampleMemoryPeak(t, 200*time.Millisecond)
 
 	before, ownBefore, cpuBefore := benchproc.APIRequests(t, env.Kube), bin.requests(t), bin.CPU(t)
 	start := time.Now()
@@ -52,6 +57,12 @@ func TestBenchPromptPacks(t *testing.T) {
 	ctrltest.WaitPacksConverged(t, ctx, env.Client, ns, names, versions, 10*time.Minute)
 	converged := time.Since(start)
 	bin.CPUProfile(t, "stop")
+	if rss, m := stopSampling(); m != "" {
+		t.Logf("memory classes at the highest RSS sampled, %.1f MiB (MiB): %s", rss, m)
+	}
+	if m := bin.MemoryClasses(t); m != "" {
+		t.Logf("memory classes converged (MiB): %s", m)
+	}
 	bin.HeapProfile(t, prof+".converged.heap")
 	polls = benchproc.APIRequests(t, env.Kube)["LIST promptpacks"] - polls
 	// The echoes of the last status writes and the Events that trail them
