@@ -6,14 +6,12 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
@@ -25,22 +23,10 @@ import (
 // (TokenRequest), as the kubelet mounts one into the pod.
 func facadeClient(t *testing.T, ns, agent string) client.Client {
 	t.Helper()
-	ctx := context.Background()
-	sa := &corev1.ServiceAccount{}
 	ctrltest.Eventually(t, wait, func() error {
-		return env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: FacadeRBACName(agent)}, sa)
+		return env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: FacadeRBACName(agent)}, &corev1.ServiceAccount{})
 	})
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))}}
-	if err := env.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
-		t.Fatalf("TokenRequest for %s: %v", sa.Name, err)
-	}
-	cfg := rest.AnonymousClientConfig(env.Config)
-	cfg.BearerToken = tr.Status.Token
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return serviceAccountClient(t, ns, FacadeRBACName(agent), nil)
 }
 
 // TestFacadeReportsActivityWithItsOwnToken: the facade's token may read

@@ -3,9 +3,6 @@ package ctrltest
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
 	"github.com/agentplane/agentplane/libs/testenv"
@@ -40,34 +36,12 @@ const LabelPolicyFile = "deploy/omnia-controllers/promptpack-label-policy.yaml"
 func InstallLabelPolicy(tb testing.TB, env *testenv.Env, ns string) {
 	tb.Helper()
 	ctx := context.Background()
-	raw, err := os.ReadFile(filepath.Join(env.RepoRoot, LabelPolicyFile))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	docs := strings.Split(string(raw), "\n---\n")
-	if len(docs) != 2 {
-		tb.Fatalf("%s: %d documents, want the policy and its binding", LabelPolicyFile, len(docs))
-	}
 	policy, binding := &admissionv1.MutatingAdmissionPolicy{}, &admissionv1.MutatingAdmissionPolicyBinding{}
-	if err := yaml.UnmarshalStrict([]byte(docs[0]), policy); err != nil {
-		tb.Fatalf("%s: the policy: %v", LabelPolicyFile, err)
-	}
-	if err := yaml.UnmarshalStrict([]byte(docs[1]), binding); err != nil {
-		tb.Fatalf("%s: the binding: %v", LabelPolicyFile, err)
-	}
-	if binding.Spec.PolicyName != policy.Name {
-		tb.Fatalf("%s: the binding names policy %q, the policy is %q", LabelPolicyFile, binding.Spec.PolicyName, policy.Name)
-	}
-	policy.Name += "-" + ns
-	binding.Name, binding.Spec.PolicyName = policy.Name, policy.Name
-	binding.Spec.MatchResources = &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-		MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}
-	for _, o := range []client.Object{policy, binding} {
-		if err := env.Client.Create(ctx, o); err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
-	}
+	installPolicy(tb, env, ns, LabelPolicyFile, policy, binding, func(name string, match *admissionv1.MatchResources) string {
+		was := binding.Spec.PolicyName
+		binding.Spec.PolicyName, binding.Spec.MatchResources = name, match
+		return was
+	})
 	n := 0
 	Eventually(tb, 30*time.Second, func() error {
 		n++
