@@ -1,6 +1,7 @@
 package connection
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -101,5 +102,20 @@ func TestDecide(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestURLCredentialsNeverShown: a URL written with credentials in it
+// (user:token@, ?token=) is named in the status without them.
+func TestURLCredentialsNeverShown(t *testing.T) {
+	c := conn(1, nil)
+	c.Spec.URL = "https://bot:" + secretValue + "@api.github.com/v3?token=" + secretValue
+	d := Decide(Snapshot{Connection: c, Now: t0})
+	out := fmt.Sprintf("%+v %+v", d.Status, d.Events)
+	if strings.Contains(out, secretValue) {
+		t.Fatalf("the decision shows the credential: %s", out)
+	}
+	if !strings.Contains(out, "https://api.github.com/v3") {
+		t.Fatalf("the decision does not name the endpoint: %s", out)
 	}
 }

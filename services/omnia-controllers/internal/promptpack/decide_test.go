@@ -1,6 +1,7 @@
 package promptpack
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -436,5 +437,23 @@ func TestChannelMaxAndOlder(t *testing.T) {
 	}
 	if !Older(&packs[0], &packs[1]) || Older(&packs[1], &packs[0]) {
 		t.Fatal("Older")
+	}
+}
+
+// TestLiveURLCredentialsNeverShown: a live source's URL written with
+// credentials in it (user:token@, ?token=) is named in the status without
+// them.
+func TestLiveURLCredentialsNeverShown(t *testing.T) {
+	const secret = "live-s3cret"
+	live := pack("live", "1.0.0", 0, "")
+	live.Spec.Source = omniav1.PromptPackSource{Type: omniav1.SourceTypeLive,
+		Live: &omniav1.LivePromptSource{URL: "https://bot:" + secret + "@authoring.local/pack.json?token=" + secret}}
+	d := Decide(Snapshot{Pack: &live}, mustValidator(t))
+	out := fmt.Sprintf("%+v %+v", d.Status, d.Events)
+	if strings.Contains(out, secret) {
+		t.Fatalf("the decision shows the credential: %s", out)
+	}
+	if !strings.Contains(out, "https://authoring.local/pack.json") {
+		t.Fatalf("the decision does not name the source: %s", out)
 	}
 }

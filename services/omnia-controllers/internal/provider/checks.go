@@ -2,9 +2,11 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"time"
@@ -51,7 +53,10 @@ func HealthURL(spec *omniav1.ProviderSpec) string {
 	}
 	base := baseURL(spec)
 	if base != "" && spec.Type == omniav1.ProviderTypeOllama {
-		base += "/api/tags"
+		// The path goes before a query the base URL may have.
+		if tags, err := neturl.JoinPath(base, "api", "tags"); err == nil {
+			return tags
+		}
 	}
 	return base
 }
@@ -62,11 +67,11 @@ func CheckHealth(ctx context.Context, c *http.Client, url string) error {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return err
+		return withoutURL(err)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return err
+		return withoutURL(err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 	return resp.Body.Close()
@@ -188,7 +193,7 @@ func (pc *probeCache) ProbeCredential(ctx context.Context, c *http.Client, spec 
 	defer cancel()
 	req, err := probeRequest(ctx, spec, key)
 	if err != nil {
-		return ProbeResult{Verdict: ProbeError, Detail: "build request: " + err.Error()}
+		return ProbeResult{Verdict: ProbeError, Detail: "build request: " + withoutURL(err).Error()}
 	}
 	if req == nil {
 		return ProbeResult{Verdict: ProbeUnsupported}
@@ -204,6 +209,17 @@ func (pc *probeCache) ProbeCredential(ctx context.Context, c *http.Client, spec 
 		lru.Add(provider, cachedProbe{fingerprint: fingerprint, res: res, at: now}, probeCacheTTL)
 	}
 	return res
+}
+
+// withoutURL is err without the URL a *url.Error repeats whole, query and
+// user information included: the status names the URL itself, through
+// kubeutil.DisplayURL.
+func withoutURL(err error) error {
+	var ue *neturl.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
 }
 
 // noRedirects is c made never to follow a redirect: Go's client carries a

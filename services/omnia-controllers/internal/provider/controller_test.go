@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/testenv"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/ctrltest"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/metrics"
 )
@@ -60,12 +61,7 @@ func phaseIs(ns string, want omniav1.ProviderPhase, condType, reason string) fun
 func TestUnreachableEndpointRecheckedOnTimer(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
+	addr := testenv.FreeAddr(t)
 	p := &omniav1.Provider{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
 		Spec: omniav1.ProviderSpec{Type: omniav1.ProviderTypeOllama, Model: "llama3", BaseURL: "http://" + addr}}
 	ctrltest.Create(t, env, p)
@@ -80,7 +76,7 @@ func TestUnreachableEndpointRecheckedOnTimer(t *testing.T) {
 	start(t)
 	time.Sleep(time.Second)
 	srv := &http.Server{Handler: http.NotFoundHandler(), ReadHeaderTimeout: time.Second} // 404 still counts as reachable
-	l, err = net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Skipf("port %s was taken meanwhile: %v", addr, err)
 	}

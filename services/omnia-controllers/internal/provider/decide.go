@@ -138,10 +138,10 @@ func Decide(s Snapshot) Decision {
 		meta.RemoveStatusCondition(&st.Conditions, omniav1.ConditionEndpointReachable)
 	case s.Health.Err != nil:
 		d.Set(omniav1.ConditionEndpointReachable, metav1.ConditionFalse, omniav1.ReasonEndpointUnreachable,
-			fmt.Sprintf("%s: %v; checked again every %s", s.Health.URL, s.Health.Err, UnreachableRetry))
+			fmt.Sprintf("%s: %v; checked again every %s", kubeutil.DisplayURL(s.Health.URL), s.Health.Err, UnreachableRetry))
 		requeue = UnreachableRetry
 	default:
-		d.Set(omniav1.ConditionEndpointReachable, metav1.ConditionTrue, omniav1.ReasonEndpointReachable, s.Health.URL+" answered")
+		d.Set(omniav1.ConditionEndpointReachable, metav1.ConditionTrue, omniav1.ReasonEndpointReachable, kubeutil.DisplayURL(s.Health.URL)+" answered")
 	}
 	if s.Health != nil {
 		now := s.Now

@@ -219,6 +219,7 @@ func TestHealthURL(t *testing.T) {
 		{omniav1.ProviderSpec{Type: omniav1.ProviderTypeMock}, ""},
 		{omniav1.ProviderSpec{Type: omniav1.ProviderTypeClaude}, "https://api.anthropic.com"},
 		{omniav1.ProviderSpec{Type: omniav1.ProviderTypeOllama, BaseURL: "http://o:11434/"}, "http://o:11434/api/tags"},
+		{omniav1.ProviderSpec{Type: omniav1.ProviderTypeOllama, BaseURL: "http://o:11434/v1?key=k"}, "http://o:11434/v1/api/tags?key=k"},
 		{omniav1.ProviderSpec{Type: omniav1.ProviderTypeVLLM}, ""},
 		{omniav1.ProviderSpec{Type: omniav1.ProviderTypeOpenAI, Role: omniav1.ProviderRoleTTS}, ""},
 		{omniav1.ProviderSpec{Type: omniav1.ProviderTypeClaude, Platform: &omniav1.ProviderPlatform{Type: omniav1.PlatformBedrock}}, ""},
