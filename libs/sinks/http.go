@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/libs/ctxtime"
+	"github.com/agentplane/agentplane/libs/safeurl"
 )
 
 // DefaultHTTPTimeout bounds one POST (connect, send, response headers).
@@ -66,7 +67,7 @@ func NewHTTP(opts HTTPOptions) (*HTTP, error) {
 	}
 	s := &HTTP{
 		url:     opts.URL,
-		safeURL: SafeURL(u),
+		safeURL: safeurl.String(u),
 		headers: opts.Headers.Clone(),
 		client:  opts.Client,
 		timeout: opts.Timeout,
@@ -88,12 +89,6 @@ func NewHTTP(opts HTTPOptions) (*HTTP, error) {
 		s.log = slog.Default()
 	}
 	return s, nil
-}
-
-// SafeURL renders u for logs and errors: scheme, host and path, without
-// userinfo, query or fragment, which may carry tokens.
-func SafeURL(u *url.URL) string {
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }
 
 // DeliverPayload implements PayloadSink.
@@ -132,13 +127,8 @@ func (s *HTTP) post(ctx context.Context, body []byte) (retry bool, err error) {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		// url.Error repeats the URL, query string included; keep only the
-		// cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return true, err
+		// url.Error repeats the URL, query string included.
+		return true, safeurl.Err(err)
 	}
 	// Drain a little so the connection can be reused; the body is ignored.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

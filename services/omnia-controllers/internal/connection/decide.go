@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/safeurl"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
 )
 
@@ -54,7 +55,7 @@ func Decide(s Snapshot) Decision {
 	switch {
 	case cred == nil:
 		st.Phase = omniav1.ConnectionPhaseReady
-		j.Set(omniav1.ConditionReady, metav1.ConditionTrue, omniav1.ReasonNoCredential, "anonymous: no credential is added to the traffic of "+kubeutil.DisplayURL(c.Spec.URL))
+		j.Set(omniav1.ConditionReady, metav1.ConditionTrue, omniav1.ReasonNoCredential, "anonymous: no credential is added to the traffic of "+safeurl.Parse(c.Spec.URL))
 	case s.Secret == nil:
 		msg := fmt.Sprintf("Secret %q not found; the controllers see only Secrets labelled %s=%s",
 			cred.SecretRef.Name, omniav1.LabelType, omniav1.LabelTypeCredentials)

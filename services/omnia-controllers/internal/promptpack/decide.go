@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/safeurl"
 	"github.com/agentplane/agentplane/libs/truncate"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
 )
@@ -111,7 +112,7 @@ type decider struct {
 func (d *decider) live() {
 	p := d.s.Pack
 	d.Set(omniav1.ConditionSourceValid, metav1.ConditionTrue, omniav1.ReasonLiveSource,
-		fmt.Sprintf("live source %s is fetched by the agent runtime", kubeutil.DisplayURL(p.Spec.Source.Live.URL)))
+		fmt.Sprintf("live source %s is fetched by the agent runtime", safeurl.Parse(p.Spec.Source.Live.URL)))
 	d.Set(omniav1.ConditionSchemaValid, metav1.ConditionUnknown, omniav1.ReasonLiveSource,
 		"live content is validated by the agent runtime when it fetches it")
 	meta.RemoveStatusCondition(&d.st.Conditions, omniav1.ConditionSuperseded)

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/cache"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/safeurl"
 )
 
 // Timeouts of the two HTTP checks.
@@ -67,11 +67,11 @@ func CheckHealth(ctx context.Context, c *http.Client, url string) error {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return withoutURL(err)
+		return safeurl.Err(err)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return withoutURL(err)
+		return safeurl.Err(err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 	return resp.Body.Close()
@@ -193,7 +193,7 @@ func (pc *probeCache) ProbeCredential(ctx context.Context, c *http.Client, spec 
 	defer cancel()
 	req, err := probeRequest(ctx, spec, key)
 	if err != nil {
-		return ProbeResult{Verdict: ProbeError, Detail: "build request: " + withoutURL(err).Error()}
+		return ProbeResult{Verdict: ProbeError, Detail: "build request: " + safeurl.Err(err).Error()}
 	}
 	if req == nil {
 		return ProbeResult{Verdict: ProbeUnsupported}
@@ -209,17 +209,6 @@ func (pc *probeCache) ProbeCredential(ctx context.Context, c *http.Client, spec 
 		lru.Add(provider, cachedProbe{fingerprint: fingerprint, res: res, at: now}, probeCacheTTL)
 	}
 	return res
-}
-
-// withoutURL is err without the URL a *url.Error repeats whole, query and
-// user information included: the status names the URL itself, through
-// kubeutil.DisplayURL.
-func withoutURL(err error) error {
-	var ue *neturl.Error
-	if errors.As(err, &ue) {
-		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
-	}
-	return err
 }
 
 // noRedirects is c made never to follow a redirect: Go's client carries a

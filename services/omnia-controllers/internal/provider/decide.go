@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	omniav1 "github.com/agentplane/agentplane/libs/api/omnia/v1alpha1"
+	"github.com/agentplane/agentplane/libs/safeurl"
 	"github.com/agentplane/agentplane/services/omnia-controllers/internal/kubeutil"
 )
 
@@ -138,10 +139,10 @@ func Decide(s Snapshot) Decision {
 		meta.RemoveStatusCondition(&st.Conditions, omniav1.ConditionEndpointReachable)
 	case s.Health.Err != nil:
 		d.Set(omniav1.ConditionEndpointReachable, metav1.ConditionFalse, omniav1.ReasonEndpointUnreachable,
-			fmt.Sprintf("%s: %v; checked again every %s", kubeutil.DisplayURL(s.Health.URL), s.Health.Err, UnreachableRetry))
+			fmt.Sprintf("%s: %v; checked again every %s", safeurl.Parse(s.Health.URL), s.Health.Err, UnreachableRetry))
 		requeue = UnreachableRetry
 	default:
-		d.Set(omniav1.ConditionEndpointReachable, metav1.ConditionTrue, omniav1.ReasonEndpointReachable, kubeutil.DisplayURL(s.Health.URL)+" answered")
+		d.Set(omniav1.ConditionEndpointReachable, metav1.ConditionTrue, omniav1.ReasonEndpointReachable, safeurl.Parse(s.Health.URL)+" answered")
 	}
 	if s.Health != nil {
 		now := s.Now

@@ -10,7 +10,7 @@ import (
 	"os"
 
 	agentsv1alpha1 "github.com/agentplane/agentplane/libs/api/agents/v1alpha1"
-	"github.com/agentplane/agentplane/libs/sinks"
+	"github.com/agentplane/agentplane/libs/safeurl"
 )
 
 // DefaultMaxBytes caps a saved archive when Store.MaxBytes is zero.
@@ -102,7 +102,7 @@ func (s Store) Save(ctx context.Context, id, home, stateDir string) (Receipt, er
 		return Receipt{}, &Error{Err: err}
 	}
 	u = u.JoinPath(id)
-	safe := sinks.SafeURL(u)
+	safe := safeurl.String(u)
 	fail := func(err error) (Receipt, error) { return Receipt{}, &Error{URL: safe, Err: err} }
 
 	f, err := os.CreateTemp(s.TempDir, ".conversation-*.tar.gz")
@@ -142,7 +142,7 @@ func (s Store) Save(ctx context.Context, id, home, stateDir string) (Receipt, er
 	req.Header.Set("Content-Type", ContentType)
 	resp, err := client.Do(req)
 	if err != nil {
-		return fail(scrub(err))
+		return fail(safeurl.Err(err))
 	}
 	defer func() { _ = resp.Body.Close() }()
 	// Read a little of the answer so the connection can be reused.
@@ -151,16 +151,6 @@ func (s Store) Save(ctx context.Context, id, home, stateDir string) (Receipt, er
 		return fail(fmt.Errorf("status %d", resp.StatusCode))
 	}
 	return Receipt{URL: safe, Bytes: cw.n}, nil
-}
-
-// scrub drops the url from a *url.Error, whose text repeats it in full
-// (userinfo and query included).
-func scrub(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }
 
 // capWriter counts what passes through it and refuses to go past limit.

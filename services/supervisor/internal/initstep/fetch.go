@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentplane/agentplane/libs/sinks"
+	"github.com/agentplane/agentplane/libs/safeurl"
 )
 
 const syscallNoFollow = syscall.O_NOFOLLOW
@@ -79,7 +79,7 @@ func get(ctx context.Context, base, name string, header http.Header, fn func(io.
 		return &fetchError{cause: causeBadSource, err: errors.New("source is not an http(s) url")}
 	}
 	u = u.JoinPath(name)
-	safe := sinks.SafeURL(u)
+	safe := safeurl.String(u)
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -91,7 +91,7 @@ func get(ctx context.Context, base, name string, header http.Header, fn func(io.
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return &fetchError{url: safe, cause: causeUnreachable, err: scrub(err)}
+		return &fetchError{url: safe, cause: causeUnreachable, err: safeurl.Err(err)}
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -101,15 +101,6 @@ func get(ctx context.Context, base, name string, header http.Header, fn func(io.
 		return &fetchError{url: safe, cause: causeBadArchive, err: err}
 	}
 	return nil
-}
-
-// scrub drops the url from a *url.Error, whose text repeats it in full.
-func scrub(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }
 
 // writeFile stores body at p (parents created), at most limit bytes.

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/libs/runspec"
+	"github.com/agentplane/agentplane/libs/safeurl"
 	"github.com/agentplane/agentplane/libs/sinks"
 	"github.com/agentplane/agentplane/libs/truncate"
 	eventsv1 "github.com/agentplane/agentplane/proto/agentplane/events/v1"
@@ -396,7 +397,7 @@ const maxSkipMessage = 1024
 func skipMessage(id, source string, err error) string {
 	where := "its source"
 	if u, perr := url.Parse(source); perr == nil && u.Host != "" {
-		where = sinks.SafeURL(u)
+		where = safeurl.String(u)
 	}
 	detail := err
 	var fe *fetchError
